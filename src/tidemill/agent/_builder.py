@@ -1,0 +1,367 @@
+"""`AgentBuilder`: the fluent way to put an agent together."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, Self, Unpack
+
+from pydantic import JsonValue
+
+from tidemill._sync import LoopThread
+from tidemill.agent._runtime import AgentRuntime, Prompt
+from tidemill.agent.checkpoint import Checkpointer, MemoryCheckpointer, resolve_checkpointer
+from tidemill.agent.journal import JournalRecord, ThreadState
+from tidemill.errors import ConfigurationError
+from tidemill.llm import Model, ModelSettings, resolve_model
+from tidemill.tools import ToolLike, ToolRegistry
+from tidemill.types import AgentResponse, Decision, StreamEvent, ToolCall
+
+__all__ = ["AgentBuilder", "agent"]
+
+
+def agent() -> AgentBuilder:
+    """Start building an agent.
+
+    Example:
+        >>> from tidemill import agent
+        >>> print(agent().llm("fake", responses=["Hello!"]).run("Say hello"))
+        Hello!
+    """
+    return AgentBuilder()
+
+
+class AgentBuilder:
+    """Fluent configuration for an agent; runs it too.
+
+    Each method sets one thing and returns the builder. The agent is built on
+    first use (or by `build()`) and rebuilt after a later change. Components
+    given as strings (`"fake"`, `"sqlite"`) are created right away, so a
+    mistake shows where it is made; components given as objects are used as
+    they are and stay the caller's to close.
+
+    Example:
+        >>> from tidemill import agent, tool
+        >>> @tool
+        ... def now() -> str:
+        ...     '''Return the current time.'''
+        ...     return "12:00"
+        >>> bot = (agent()
+        ...        .llm("fake", responses=["It is 12:00."])
+        ...        .tool(now)
+        ...        .system("Answer briefly.")
+        ...        .max_iterations(5))
+        >>> bot.run("What time is it?").output
+        'It is 12:00.'
+    """
+
+    def __init__(self) -> None:
+        self._model: Model | None = None
+        self._registry = ToolRegistry()
+        self._system: str | None = None
+        self._name = "agent"
+        self._max_iterations = 10
+        self._tool_call_retries = 2
+        self._parallel = True
+        self._max_parallel = 8
+        self._approval = False
+        self._checkpointer: Checkpointer | None = None
+        self._owned: list[Model | Checkpointer] = []
+        self._runtime: AgentRuntime | None = None
+        self._sync = LoopThread("tidemill-agent")
+
+    # -- configuration -----------------------------------------------------------
+
+    def llm(self, spec: str | Model, /, **config: Any) -> Self:
+        """Choose the model.
+
+        Args:
+            spec: `"provider:model"` (`"openai:gpt-4o-mini"`), a bare model id,
+                `"fake"` for the offline scripted model, or a `Model`.
+            **config: Options for the model. The scripted model takes
+                `responses=`, `tool_calls=`, `handler=` and `strict=`.
+
+        Raises:
+            ConfigurationError: For an unknown provider or option.
+
+        Example:
+            >>> from tidemill import agent
+            >>> _ = agent().llm("fake", responses=["ok"], strict=True)
+        """
+        model = resolve_model(spec, **config)
+        if isinstance(spec, str):
+            self._owned.append(model)
+        self._model = model
+        return self._changed()
+
+    def tool(self, *tools: ToolLike) -> Self:
+        """Bind tools: `@tool` functions, `Tool` objects or plain functions.
+
+        Raises:
+            ConfigurationError: When something is not a tool, or a name is taken.
+        """
+        for item in tools:
+            self._registry.add(item)
+        return self._changed()
+
+    def tools(self, tools: Iterable[ToolLike]) -> Self:
+        """Bind a sequence of tools; see `tool`."""
+        return self.tool(*tools)
+
+    def system(self, prompt: str) -> Self:
+        """Set the instructions sent first on every model call."""
+        self._system = prompt
+        return self._changed()
+
+    def name(self, value: str) -> Self:
+        """Name the agent, for logs, tool contexts and delegation."""
+        if not value:
+            raise ConfigurationError("An agent's name must not be empty.")
+        self._name = value
+        return self._changed()
+
+    def max_iterations(self, limit: int) -> Self:
+        """Set how many model calls a run may make before `MaxIterationsExceeded`.
+
+        Raises:
+            ConfigurationError: If `limit` is less than 1.
+        """
+        if limit < 1:
+            raise ConfigurationError(
+                f"max_iterations must be at least 1, not {limit}.",
+                hint="It bounds the model calls of one run.",
+            )
+        self._max_iterations = limit
+        return self._changed()
+
+    def tool_call_retries(self, limit: int) -> Self:
+        """Set how many turns with a failing tool call a run may recover from.
+
+        A failing call (an unknown tool, arguments that are not JSON or fail
+        the schema, an exception in the tool, a call the provider could not
+        parse) goes back to the model as an error it can correct. Each such
+        turn uses one retry and one iteration; `0` fails on the first.
+
+        Raises:
+            ConfigurationError: If `limit` is negative.
+
+        Example:
+            >>> from tidemill import agent
+            >>> _ = agent().llm("fake").tool_call_retries(3)
+        """
+        if limit < 0:
+            raise ConfigurationError(f"tool_call_retries must not be negative, not {limit}.")
+        self._tool_call_retries = limit
+        return self._changed()
+
+    def parallel_tools(self, enabled: bool = True, *, max_parallel: int | None = None) -> Self:
+        """Run the tool calls of one turn concurrently, at most `max_parallel` at once.
+
+        `False` runs them one after another, for tools that share state.
+        """
+        if max_parallel is not None:
+            if max_parallel < 1:
+                raise ConfigurationError("max_parallel must be at least 1.")
+            self._max_parallel = max_parallel
+        self._parallel = enabled
+        return self._changed()
+
+    def human_in_the_loop(self, enabled: bool = True) -> Self:
+        """Pause for a human decision before every tool call.
+
+        Single tools can ask for it with `@tool(requires_approval=True)`. A
+        pause is stored by the checkpointer, in memory unless `checkpoint()`
+        chose another.
+        """
+        self._approval = enabled
+        return self._changed()
+
+    def checkpoint(self, spec: str | Checkpointer | None = None, /, **config: Any) -> Self:
+        """Choose where threads' journals are kept.
+
+        Args:
+            spec: `"memory"` (the default), `"sqlite"` (with `path=`), a
+                `sqlite:///` or `postgresql://` URL, `"postgres"` (with `url=`),
+                or a `Checkpointer`.
+            **config: Options for the checkpointer (`path=`, `url=`, `schema=`).
+
+        Example:
+            >>> import pathlib, tempfile
+            >>> from tidemill import agent
+            >>> path = pathlib.Path(tempfile.mkdtemp()) / "agent.db"
+            >>> _ = agent().llm("fake").checkpoint("sqlite", path=path)
+        """
+        checkpointer = resolve_checkpointer(spec, **config)
+        if spec is None or isinstance(spec, str):
+            self._owned.append(checkpointer)
+        self._checkpointer = checkpointer
+        return self._changed()
+
+    # -- building ----------------------------------------------------------------
+
+    def build(self) -> AgentRuntime:
+        """Build the agent, or return the one already built.
+
+        Raises:
+            ConfigurationError: When no model was chosen.
+        """
+        if self._runtime is not None:
+            return self._runtime
+        if self._model is None:
+            raise ConfigurationError(
+                "The agent has no model.",
+                hint="Choose one with .llm('provider:model'), or .llm('fake') offline.",
+            )
+        if self._checkpointer is None:
+            # Kept across rebuilds, so a pause survives a later configuration change.
+            self._checkpointer = MemoryCheckpointer()
+        self._runtime = AgentRuntime(
+            model=self._model,
+            tools=self._registry,
+            system_prompt=self._system,
+            name=self._name,
+            max_iterations=self._max_iterations,
+            tool_call_retries=self._tool_call_retries,
+            parallel_tools=self._parallel,
+            max_parallel=self._max_parallel,
+            require_approval=self._approval,
+            checkpointer=self._checkpointer,
+        )
+        return self._runtime
+
+    # -- running (see AgentRuntime for the details) ---------------------------------
+
+    async def arun(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Run the agent until it answers; see `AgentRuntime.arun`."""
+        return await self.build().arun(
+            prompt, thread_id=thread_id, max_iterations=max_iterations, **settings
+        )
+
+    def run(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Blocking `arun`."""
+        return self._sync.run(
+            self.arun(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+        )
+
+    def astream(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AsyncIterator[StreamEvent]:
+        """Run the agent, yielding events; see `AgentRuntime.astream`."""
+        return self.build().astream(
+            prompt, thread_id=thread_id, max_iterations=max_iterations, **settings
+        )
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> Iterator[StreamEvent]:
+        """Blocking `astream`."""
+        return self._sync.iterate(
+            self.astream(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+        )
+
+    def astream_text(
+        self, prompt: Prompt, *, thread_id: str | None = None, **settings: Unpack[ModelSettings]
+    ) -> AsyncIterator[str]:
+        """Yield only the assistant's text, as it is written."""
+        return self.build().astream_text(prompt, thread_id=thread_id, **settings)
+
+    async def aresume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        approved: bool | None = None,
+        feedback: str = "",
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Continue a paused or interrupted run; see `AgentRuntime.aresume`."""
+        return await self.build().aresume(
+            thread_id,
+            decisions,
+            approved=approved,
+            feedback=feedback,
+            edited_arguments=edited_arguments,
+            max_iterations=max_iterations,
+            **settings,
+        )
+
+    def resume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        approved: bool | None = None,
+        feedback: str = "",
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Blocking `aresume`."""
+        return self._sync.run(
+            self.aresume(
+                thread_id,
+                decisions,
+                approved=approved,
+                feedback=feedback,
+                edited_arguments=edited_arguments,
+                max_iterations=max_iterations,
+                **settings,
+            )
+        )
+
+    def pending_approvals(self, thread_id: str) -> list[ToolCall]:
+        """Return the calls waiting for a decision on the thread."""
+        return self._sync.run(self.build().apending_approvals(thread_id))
+
+    def state(self, thread_id: str) -> ThreadState | None:
+        """Return the thread's state, folded from its journal, or None."""
+        return self._sync.run(self.build().astate(thread_id))
+
+    def history(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
+        """Return the thread's journal, oldest first: the audit trail."""
+        return self._sync.run(self.build().ahistory(thread_id, limit))
+
+    def describe(self) -> dict[str, JsonValue]:
+        """Return a JSON-safe description of the agent."""
+        return self.build().describe()
+
+    async def aclose(self) -> None:
+        """Close the components this builder created from strings."""
+        owned, self._owned = self._owned, []
+        for component in owned:
+            await component.aclose()
+        self._runtime = None
+
+    def close(self) -> None:
+        """Blocking `aclose`; also stops the thread behind the blocking methods."""
+        self._sync.run(self.aclose())
+        self._sync.close()
+
+    def _changed(self) -> Self:
+        self._runtime = None
+        return self

@@ -1,0 +1,644 @@
+"""`AgentRuntime`: the reason/act loop over a journaled thread.
+
+The loop is: think (one model call), then act (run the tool calls), until the
+model answers without tool calls or a bound is crossed. Each step is appended
+to the thread's journal before its effect: a model turn and the tool calls it
+starts are written together, each tool's result as it finishes. A run that
+stops (an approval pause, a crash) continues from the journal, in this
+process or another, without repeating a finished call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import Unpack
+
+from pydantic import JsonValue
+
+from tidemill._sync import LoopThread
+from tidemill.agent._decisions import decision_events, decisions_from_flags
+from tidemill.agent._thread import ThreadWriter, load_state
+from tidemill.agent.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agent.journal import (
+    ApprovalRequested,
+    Correction,
+    JournalEvent,
+    JournalRecord,
+    ModelTurn,
+    RunFailed,
+    RunFinished,
+    ThreadState,
+    ToolFinished,
+    ToolStarted,
+    UserInput,
+)
+from tidemill.errors import (
+    AgentError,
+    AgentInterrupt,
+    ApprovalError,
+    ConfigurationError,
+    MalformedToolCall,
+    MaxIterationsExceeded,
+    ThreadBusy,
+    ToolArgumentsError,
+    ToolRetriesExceeded,
+)
+from tidemill.llm import Model, ModelRequest, ModelSettings
+from tidemill.tools import ToolContext, ToolLike, ToolRegistry
+from tidemill.types import (
+    AgentResponse,
+    ApprovalRequired,
+    Decision,
+    Message,
+    ModelResponse,
+    ResponseDone,
+    RunDone,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
+
+__all__ = ["AgentRuntime", "Prompt"]
+
+_log = logging.getLogger("tidemill.agent")
+
+Prompt = str | Message | Sequence[Message]
+"""What a run starts from: a user's text, one message, or a transcript."""
+
+
+class AgentRuntime:
+    """A tool-calling agent: the reason/act loop, journaled.
+
+    Usually built by `tidemill.agent()`; construct it directly to pass every
+    component as an argument.
+
+    Args:
+        model: The reasoning model.
+        tools: The tools it may call.
+        system_prompt: Instructions sent first on every model call.
+        name: The agent's name, for logs, tool contexts and delegation.
+        max_iterations: Model calls allowed per run before `MaxIterationsExceeded`.
+        tool_call_retries: Model turns with a failing tool call (bad arguments,
+            an unknown tool, an exception) a run may recover from before
+            `ToolRetriesExceeded`. Each also costs an iteration.
+        parallel_tools: Run the calls of one turn concurrently.
+        max_parallel: At most this many of them at once.
+        require_approval: Pause before every tool call, not only those whose
+            tool asks for approval.
+        checkpointer: Where journals are kept; in memory by default, so
+            approval pauses work without configuring anything.
+
+    Example:
+        >>> from tidemill.llm import ScriptedModel
+        >>> runtime = AgentRuntime(model=ScriptedModel(["Done."]))
+        >>> runtime.run("Say done.").output
+        'Done.'
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: ToolRegistry | Iterable[ToolLike] = (),
+        system_prompt: str | None = None,
+        name: str = "agent",
+        max_iterations: int = 10,
+        tool_call_retries: int = 2,
+        parallel_tools: bool = True,
+        max_parallel: int = 8,
+        require_approval: bool = False,
+        checkpointer: Checkpointer | None = None,
+    ) -> None:
+        if max_iterations < 1:
+            raise ConfigurationError("max_iterations must be at least 1.")
+        if tool_call_retries < 0:
+            raise ConfigurationError("tool_call_retries must not be negative.")
+        if max_parallel < 1:
+            raise ConfigurationError("max_parallel must be at least 1.")
+        self.model = model
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        if len(self.tools) and not model.supports_tools:
+            raise ConfigurationError(
+                f"The model {model.model_name!r} cannot call tools, but "
+                f"{len(self.tools)} tool(s) are bound.",
+                hint="Use a tool-capable model, or drop the tools.",
+            )
+        self.system_prompt = system_prompt
+        self.name = name
+        self.max_iterations = max_iterations
+        self.tool_call_retries = tool_call_retries
+        self.parallel_tools = parallel_tools
+        self.max_parallel = max_parallel
+        self.require_approval = require_approval
+        self.checkpointer: Checkpointer = checkpointer or MemoryCheckpointer()
+        self._system = (Message.system(system_prompt),) if system_prompt else ()
+        self._sync = LoopThread(f"tidemill-{name}")
+
+    # -- running ---------------------------------------------------------------
+
+    async def arun(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Run the agent until it answers.
+
+        Args:
+            prompt: A user's text, a message, or a transcript to start from.
+            thread_id: The conversation to continue; a new one when omitted.
+                A thread keeps its history across runs.
+            max_iterations: This run's budget, instead of the agent's.
+            **settings: Model settings for this run (`temperature`, ...).
+
+        Returns:
+            The answer, the transcript, this run's steps and usage.
+
+        Raises:
+            AgentInterrupt: A tool call needs approval; continue with `aresume`.
+            MaxIterationsExceeded: The budget ran out; carries the partial run.
+            ToolRetriesExceeded: The model kept making failing tool calls.
+            ApprovalError: The thread is paused for approval.
+            ThreadBusy: The thread has an unfinished run, or another process
+                wrote to it meanwhile.
+        """
+        writer = await self._begin(prompt, thread_id)
+        return await self._complete(writer, max_iterations, settings)
+
+    def run(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Blocking `arun`."""
+        return self._sync.run(
+            self.arun(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+        )
+
+    async def astream(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AsyncIterator[StreamEvent]:
+        """Run the agent, yielding what happens as it happens.
+
+        Yields text and reasoning deltas as the model writes, `ResponseDone`
+        after each model call, `ToolCallStart`/`ToolCallEnd` around each tool
+        call, then `RunDone` with the response; or `ApprovalRequired` when the
+        run pauses, after which the stream ends. A streamed run journals
+        exactly what `arun` journals.
+
+        Raises:
+            MaxIterationsExceeded: As in `arun`.
+            ToolRetriesExceeded: As in `arun`.
+        """
+        budget = self._budget(max_iterations)
+        writer = await self._begin(prompt, thread_id)
+        async for event in self._drive(writer, budget, settings, streaming=True):
+            yield event
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> Iterator[StreamEvent]:
+        """Blocking `astream`."""
+        return self._sync.iterate(
+            self.astream(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+        )
+
+    async def astream_text(
+        self, prompt: Prompt, *, thread_id: str | None = None, **settings: Unpack[ModelSettings]
+    ) -> AsyncIterator[str]:
+        """Yield only the assistant's text, as it is written."""
+        async for event in self.astream(prompt, thread_id=thread_id, **settings):
+            if isinstance(event, TextDelta):
+                yield event.delta
+
+    # -- approvals and recovery --------------------------------------------------
+
+    async def aresume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        approved: bool | None = None,
+        feedback: str = "",
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Continue a paused or interrupted run.
+
+        For a run paused for approval, give a decision per pending call,
+        keyed by call id: `Decision.approve()`, `Decision.approve(arguments=...)`
+        or `Decision.reject(feedback)`. Decisions may cover only some of the
+        calls; the run then pauses again for the rest. `approved=True` (with
+        optional `edited_arguments` by call id) or `approved=False` (with
+        `feedback`) decides every pending call at once.
+
+        A run whose process died (its journal ends mid-run) is continued
+        with no decisions: model turns already answered are not asked again
+        and tool calls already finished are not run again; a call that was
+        running when the process died runs again, with the same
+        `ToolContext.idempotency_key` and a higher `attempt`.
+
+        Returns:
+            The completed run, its steps across the pause included.
+
+        Raises:
+            ApprovalError: The decisions do not fit the thread; nothing is stored.
+            ThreadBusy: Another process resumed the thread first.
+            AgentInterrupt: Calls still wait for a decision.
+
+        Example:
+            >>> from tidemill import agent, tool, AgentInterrupt, ToolCall
+            >>> @tool(requires_approval=True)
+            ... def deploy(env: str) -> str:
+            ...     '''Deploy to an environment.'''
+            ...     return f"deployed to {env}"
+            >>> bot = (agent()
+            ...        .llm("fake", responses=["", "Deployed."],
+            ...             tool_calls=[[ToolCall(name="deploy", arguments={"env": "prod"})], []])
+            ...        .tool(deploy).checkpoint())
+            >>> try:
+            ...     bot.run("Deploy to prod", thread_id="t1")
+            ... except AgentInterrupt as pause:
+            ...     resumed = bot.resume("t1", approved=True)
+            >>> resumed.output
+            'Deployed.'
+        """
+        writer = ThreadWriter(self.checkpointer, await load_state(self.checkpointer, thread_id))
+        state = writer.state
+        if decisions is not None and approved is not None:
+            raise ApprovalError(
+                "Pass decisions= or approved=, not both.",
+                hint="decisions= decides calls one by one; approved= decides them all.",
+            )
+        if approved is not None:
+            decisions = decisions_from_flags(
+                state, approved=approved, feedback=feedback, edited_arguments=edited_arguments
+            )
+        if decisions:
+            await writer.append(*decision_events(state, decisions, self.tools))
+        elif state.status == "paused":
+            raise ApprovalError(
+                f"Thread {thread_id!r} is waiting for decisions on "
+                + ", ".join(f"{c.name} ({cid})" for cid, c in state.pending.items())
+                + ".",
+                hint="Pass decisions={call_id: Decision.approve()} or approved=True.",
+                context={"pending": list(state.pending)},
+            )
+        elif state.status != "running":
+            raise ApprovalError(
+                f"Thread {thread_id!r} has nothing to resume (it is {state.status}).",
+                hint="Start a new run on it with run(prompt, thread_id=...).",
+                context={"status": state.status},
+            )
+        return await self._complete(writer, max_iterations, settings)
+
+    def resume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        approved: bool | None = None,
+        feedback: str = "",
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        max_iterations: int | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Blocking `aresume`."""
+        return self._sync.run(
+            self.aresume(
+                thread_id,
+                decisions,
+                approved=approved,
+                feedback=feedback,
+                edited_arguments=edited_arguments,
+                max_iterations=max_iterations,
+                **settings,
+            )
+        )
+
+    # -- inspection --------------------------------------------------------------
+
+    async def astate(self, thread_id: str) -> ThreadState | None:
+        """Return the thread's state, folded from its journal, or None if it has none."""
+        state = await load_state(self.checkpointer, thread_id)
+        return state if state.seq else None
+
+    def state(self, thread_id: str) -> ThreadState | None:
+        """Blocking `astate`."""
+        return self._sync.run(self.astate(thread_id))
+
+    async def apending_approvals(self, thread_id: str) -> list[ToolCall]:
+        """Return the calls waiting for a decision on the thread, or `[]`."""
+        state = await load_state(self.checkpointer, thread_id)
+        return list(state.pending.values())
+
+    def pending_approvals(self, thread_id: str) -> list[ToolCall]:
+        """Blocking `apending_approvals`."""
+        return self._sync.run(self.apending_approvals(thread_id))
+
+    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
+        """Return the thread's journal, oldest first; the last `limit` records if given.
+
+        This is the audit trail: every model turn, tool call, approval
+        request and decision, with when it was written.
+        """
+        records = await self.checkpointer.read(thread_id)
+        return records[-limit:] if limit else records
+
+    def history(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
+        """Blocking `ahistory`."""
+        return self._sync.run(self.ahistory(thread_id, limit))
+
+    def describe(self) -> dict[str, JsonValue]:
+        """Return a JSON-safe description of the agent's configuration."""
+        return {
+            "name": self.name,
+            "model": self.model.describe(),
+            "tools": list(self.tools.describe()),
+            "system_prompt": self.system_prompt,
+            "max_iterations": self.max_iterations,
+            "tool_call_retries": self.tool_call_retries,
+            "parallel_tools": self.parallel_tools,
+            "require_approval": self.require_approval,
+            "checkpointer": type(self.checkpointer).__name__,
+        }
+
+    async def aclose(self) -> None:
+        """Release the model's connections."""
+        await self.model.aclose()
+
+    def close(self) -> None:
+        """Blocking `aclose`; also stops the thread behind the blocking methods."""
+        self._sync.run(self.aclose())
+        self._sync.close()
+
+    # -- the loop ----------------------------------------------------------------
+
+    async def _begin(self, prompt: Prompt, thread_id: str | None) -> ThreadWriter:
+        if thread_id is None:
+            state = ThreadState("thread_" + secrets.token_hex(12))
+        else:
+            state = await load_state(self.checkpointer, thread_id)
+        if state.status == "paused":
+            raise ApprovalError(
+                f"Thread {state.thread_id!r} is waiting for approval.",
+                hint="Decide the pending calls with resume() before starting a new run.",
+                context={"pending": list(state.pending)},
+            )
+        if state.status == "running":
+            raise ThreadBusy(
+                f"Thread {state.thread_id!r} has an unfinished run.",
+                hint="Continue it with resume(thread_id), or use another thread.",
+            )
+        writer = ThreadWriter(self.checkpointer, state)
+        run_id = "run_" + secrets.token_hex(8)
+        await writer.append(UserInput(messages=_messages(prompt), run_id=run_id))
+        return writer
+
+    async def _complete(
+        self, writer: ThreadWriter, max_iterations: int | None, settings: ModelSettings
+    ) -> AgentResponse:
+        budget = self._budget(max_iterations)
+        async for event in self._drive(writer, budget, settings, streaming=False):
+            if isinstance(event, RunDone):
+                return event.response
+            if isinstance(event, ApprovalRequired):
+                raise AgentInterrupt(
+                    thread_id=writer.thread_id, pending=event.calls, response=_partial(writer)
+                )
+        raise AssertionError("the loop ended without an outcome")  # pragma: no cover
+
+    def _budget(self, max_iterations: int | None) -> int:
+        if max_iterations is None:
+            return self.max_iterations
+        if max_iterations < 1:
+            raise ConfigurationError("max_iterations must be at least 1.")
+        return max_iterations
+
+    async def _drive(
+        self, writer: ThreadWriter, budget: int, settings: ModelSettings, *, streaming: bool
+    ) -> AsyncIterator[StreamEvent]:
+        state = writer.state
+        started: set[str] = set()
+        while True:
+            if state.open_calls:
+                runnable = [
+                    state.approved.get(cid, call)
+                    for cid, call in state.open_calls.items()
+                    if cid not in state.pending
+                ]
+                async for event in self._act(writer, runnable, started, streaming=streaming):
+                    yield event
+                if state.pending:
+                    yield ApprovalRequired(
+                        thread_id=writer.thread_id, calls=tuple(state.pending.values())
+                    )
+                    return
+            if state.corrections > self.tool_call_retries:
+                detail = state.last_error or "unknown error"
+                await writer.append(RunFailed(reason="tool_call_retries", message=detail))
+                raise ToolRetriesExceeded(
+                    self.tool_call_retries, detail, response=_partial(writer)
+                )
+            if state.iterations >= budget:
+                await writer.append(
+                    RunFailed(reason="max_iterations", message=f"{budget} iteration(s) used")
+                )
+                raise MaxIterationsExceeded(budget, response=_partial(writer))
+
+            request = ModelRequest(
+                (*self._system, *state.messages), self.tools.definitions(), settings
+            )
+            try:
+                if streaming:
+                    response: ModelResponse | None = None
+                    async for chunk in self.model.stream(request):
+                        if isinstance(chunk, ResponseDone):
+                            response = chunk.response
+                        yield chunk
+                    if response is None:
+                        raise AgentError("The model's stream ended without its final response.")
+                else:
+                    response = await self.model.request(request)
+            except MalformedToolCall as exc:
+                _log.warning("Model produced an unparseable tool call: %s", exc)
+                await writer.append(Correction(error=str(exc), feedback=exc.feedback))
+                continue
+
+            calls = response.message.tool_calls
+            turn = ModelTurn.model_construct(response=response)
+            if not calls:
+                await writer.append(turn, RunFinished(output=response.message.content))
+                yield RunDone(response=_partial(writer))
+                return
+            started = set()
+            await writer.append(turn, *self._admit(writer, calls, started))
+
+    def _admit(
+        self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]
+    ) -> list[JournalEvent]:
+        """Sort a fresh turn's calls: refused now, awaiting approval, or started now."""
+        events: list[JournalEvent] = []
+        pending: list[ToolCall] = []
+        runnable: list[ToolCall] = []
+        for call in calls:
+            refusal = self._refuse(writer, call)
+            if refusal is not None:
+                events.append(ToolFinished(result=refusal))
+                continue
+            tool = self.tools.get(call.name)
+            if self.require_approval or (tool is not None and tool.requires_approval):
+                pending.append(call)
+            else:
+                runnable.append(call)
+        if pending:
+            events.append(ApprovalRequested(calls=tuple(pending)))
+        # Journal before effect: calls about to run are marked started in the
+        # same write as the turn. Serially, only the first one.
+        for call in runnable if self.parallel_tools else runnable[:1]:
+            events.append(ToolStarted.model_construct(call=call, attempt=1))
+            started.add(call.id)
+        return events
+
+    def _refuse(self, writer: ThreadWriter, call: ToolCall) -> ToolResult | None:
+        """The error result for a call that cannot run, or None when it can."""
+        if call.raw_arguments is not None:
+            problem = (
+                f"The arguments of {call.name!r} are not a JSON object: "
+                f"{call.raw_arguments[:200]!r}. Send the arguments as one JSON object."
+            )
+        elif (tool := self.tools.get(call.name)) is None:
+            close = self.tools.suggest(call.name)
+            problem = f"There is no tool named {call.name!r}. " + (
+                f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
+            ) + f"Available tools: {', '.join(self.tools.names()) or 'none'}."
+        else:
+            try:
+                writer.validated[call.id] = tool.validate(call.arguments)
+            except ToolArgumentsError as exc:
+                problem = f"{exc.message}. Correct the arguments and call the tool again."
+            else:
+                return None
+        return ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True)
+
+    async def _act(
+        self,
+        writer: ThreadWriter,
+        calls: Sequence[ToolCall],
+        started: set[str],
+        *,
+        streaming: bool,
+    ) -> AsyncIterator[StreamEvent]:
+        """Run calls whose turn was journaled; yield their start and end events."""
+        if not calls:
+            return
+        if streaming:
+            for call in calls:
+                yield ToolCallStart(call=call)
+        if not self.parallel_tools or len(calls) == 1:
+            for call in calls:
+                await self._mark_started(writer, [call], started)
+                result = await self._execute(writer, call)
+                if streaming:
+                    yield ToolCallEnd(result=result)
+            return
+        await self._mark_started(writer, calls, started)
+        limit = asyncio.Semaphore(self.max_parallel)
+
+        async def bounded(call: ToolCall) -> ToolResult:
+            async with limit:
+                return await self._execute(writer, call)
+
+        tasks = [asyncio.ensure_future(bounded(call)) for call in calls]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                result = await finished
+                if streaming:
+                    yield ToolCallEnd(result=result)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _mark_started(
+        self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]
+    ) -> None:
+        """Journal calls as started unless this pass already did (a crash re-runs them)."""
+        attempts = writer.state.attempts
+        fresh = [
+            ToolStarted(call=call, attempt=attempts.get(call.id, 0) + 1)
+            for call in calls
+            if call.id not in started
+        ]
+        if fresh:
+            await writer.append(*fresh)
+            started.update(event.call.id for event in fresh)
+
+    async def _execute(self, writer: ThreadWriter, call: ToolCall) -> ToolResult:
+        """Run one started call and journal its result; tool errors become results."""
+        tool = self.tools.get(call.name)
+        arguments = writer.validated.pop(call.id, None)
+        content: str
+        failed = True
+        if tool is None:
+            content = f"There is no tool named {call.name!r}."
+        else:
+            context = ToolContext(
+                thread_id=writer.thread_id,
+                call_id=call.id,
+                tool_name=call.name,
+                attempt=writer.state.attempts.get(call.id, 1),
+                agent=self.name,
+            )
+            try:
+                if arguments is None:
+                    arguments = tool.validate(call.arguments)
+                content, failed = tool.render(await tool.acall(arguments, context)), False
+            except ToolArgumentsError as exc:
+                content = exc.message
+            except Exception as exc:
+                _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
+                content = f"The tool raised {type(exc).__name__}: {exc}"
+        result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
+        await writer.append(ToolFinished(result=result))
+        return result
+
+
+def _partial(writer: ThreadWriter) -> AgentResponse:
+    return writer.state.response(latency_ms=writer.elapsed_ms())
+
+
+def _messages(prompt: Prompt) -> tuple[Message, ...]:
+    if isinstance(prompt, str):
+        return (Message.user(prompt),)
+    if isinstance(prompt, Message):
+        return (prompt,)
+    messages = tuple(prompt)
+    if not messages or not all(isinstance(m, Message) for m in messages):
+        raise ConfigurationError(
+            "A prompt is a string, a Message, or a non-empty sequence of Messages.",
+            context={"type": type(prompt).__name__},
+        )
+    return messages

@@ -1,0 +1,66 @@
+"""`ThreadWriter`: one process's handle on a thread, appending and folding as it goes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tidemill.agent.checkpoint import Checkpointer
+from tidemill.agent.journal import JournalEvent, ThreadState
+from tidemill.errors import JournalConflict, ThreadBusy
+
+__all__ = ["ThreadWriter", "load_state"]
+
+
+async def load_state(checkpointer: Checkpointer, thread_id: str) -> ThreadState:
+    """Rebuild a thread's state from its journal."""
+    state = ThreadState(thread_id)
+    for record in await checkpointer.read(thread_id):
+        state.apply(record.seq, record.event)
+    return state
+
+
+class ThreadWriter:
+    """Appends events to one thread and applies each to the state it holds.
+
+    Every append names the last seq this writer saw; if another process
+    appended in between, the append fails and the run stops with `ThreadBusy`
+    before it causes any effect.
+    """
+
+    def __init__(self, checkpointer: Checkpointer, state: ThreadState) -> None:
+        self.checkpointer = checkpointer
+        self.state = state
+        self.started = time.perf_counter()
+        self.validated: dict[str, dict[str, object]] = {}
+        """Validated arguments by call id, so a call is not validated twice."""
+        self._lock = asyncio.Lock()
+
+    @property
+    def thread_id(self) -> str:
+        """The thread this writer appends to."""
+        return self.state.thread_id
+
+    async def append(self, *events: JournalEvent) -> None:
+        """Append `events` in one write, then fold them into `state`.
+
+        Raises:
+            ThreadBusy: When another writer appended to the thread first.
+        """
+        async with self._lock:
+            after = self.state.seq
+            try:
+                await self.checkpointer.append(self.thread_id, events, after=after)
+            except JournalConflict as exc:
+                raise ThreadBusy(
+                    f"Thread {self.thread_id!r} was changed by another process "
+                    f"while this one was working on it.",
+                    hint="Another resume or run owns it now; read its state() to see where it is.",
+                    context={"thread_id": self.thread_id, "seq": after},
+                ) from exc
+            for offset, event in enumerate(events, start=after + 1):
+                self.state.apply(offset, event)
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since this writer was created."""
+        return (time.perf_counter() - self.started) * 1000

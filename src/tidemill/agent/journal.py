@@ -1,0 +1,324 @@
+"""The journal: a thread's append-only list of events, and the fold that reads it.
+
+A thread's state is never stored whole. Each event records one thing that
+happened (a user message, a model answer, a tool starting or finishing, an
+approval asked for or decided, the run ending) and `ThreadState.apply` folds
+them, in order, into the conversation, the steps and what is still open. The
+runtime applies the same events as it appends them, so the state it works
+from is always the state another process would rebuild from the journal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Annotated, Literal, assert_never
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+
+from tidemill.types import (
+    AgentResponse,
+    AgentStep,
+    ApprovalRecord,
+    Decision,
+    Message,
+    ModelResponse,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+__all__ = [
+    "JOURNAL_EVENT",
+    "SCHEMA_VERSION",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "Correction",
+    "JournalEvent",
+    "JournalRecord",
+    "ModelTurn",
+    "RunFailed",
+    "RunFinished",
+    "ThreadState",
+    "ThreadStatus",
+    "ToolFinished",
+    "ToolStarted",
+    "UserInput",
+]
+
+SCHEMA_VERSION = 1
+"""The journal format this version writes and reads."""
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+
+
+class UserInput(_Event):
+    """A run began with these messages (usually one user message)."""
+
+    kind: Literal["user_message"] = "user_message"
+    messages: tuple[Message, ...]
+    run_id: str
+
+
+class ModelTurn(_Event):
+    """The model answered; its tool calls, if any, are now open."""
+
+    kind: Literal["model_response"] = "model_response"
+    response: ModelResponse
+
+
+class Correction(_Event):
+    """The provider could not parse the model's tool call; the model is told why."""
+
+    kind: Literal["correction"] = "correction"
+    error: str
+    feedback: str
+
+
+class ToolStarted(_Event):
+    """A tool call is about to run. Journaled before the call, never after."""
+
+    kind: Literal["tool_started"] = "tool_started"
+    call: ToolCall
+    """The call as it runs: with the approver's arguments when they were edited."""
+    attempt: int = 1
+
+
+class ToolFinished(_Event):
+    """A tool call produced its result (possibly an error the model will see)."""
+
+    kind: Literal["tool_finished"] = "tool_finished"
+    result: ToolResult
+    duration_ms: float = 0.0
+
+
+class ApprovalRequested(_Event):
+    """These calls wait for a human decision before they may run."""
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    calls: tuple[ToolCall, ...]
+
+
+class ApprovalDecided(_Event):
+    """A human decided one pending call."""
+
+    kind: Literal["approval_decided"] = "approval_decided"
+    call_id: str
+    decision: Decision
+    decided_at: datetime
+
+
+class RunFinished(_Event):
+    """The model answered without tool calls; the run is over."""
+
+    kind: Literal["finished"] = "finished"
+    output: JsonValue
+
+
+class RunFailed(_Event):
+    """The run stopped at a bound; the thread can take a new run."""
+
+    kind: Literal["failed"] = "failed"
+    reason: Literal["max_iterations", "tool_call_retries"]
+    message: str
+
+
+JournalEvent = Annotated[
+    UserInput
+    | ModelTurn
+    | Correction
+    | ToolStarted
+    | ToolFinished
+    | ApprovalRequested
+    | ApprovalDecided
+    | RunFinished
+    | RunFailed,
+    Field(discriminator="kind"),
+]
+"""Any journal event."""
+
+JOURNAL_EVENT: TypeAdapter[JournalEvent] = TypeAdapter(JournalEvent)
+"""Validates and serialises journal events: `JOURNAL_EVENT.validate_json(text)`."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRecord:
+    """A stored event: its position in the thread and when it was written."""
+
+    seq: int
+    """1 for a thread's first event, then 2, 3, ... with no gaps."""
+    event: JournalEvent
+    created_at: datetime
+
+
+ThreadStatus = Literal["new", "running", "paused", "finished", "failed"]
+"""Where a thread stands: `running` also covers a run whose process died."""
+
+REJECTED_PREFIX = "The user rejected this call."
+
+
+@dataclass
+class ThreadState:
+    """A thread, as the fold of its journal.
+
+    Example:
+        >>> state = ThreadState("t1")
+        >>> state.apply(1, UserInput(messages=(Message.user("Hi"),), run_id="r1"))
+        >>> state.status, state.seq, state.messages[0].content
+        ('running', 1, 'Hi')
+    """
+
+    thread_id: str
+    seq: int = 0
+    """The last applied entry; the next append goes after it."""
+    status: ThreadStatus = "new"
+    messages: list[Message] = field(default_factory=list)
+    """The whole conversation, every run of the thread."""
+    run_id: str | None = None
+    """The current or last run."""
+    steps: list[AgentStep] = field(default_factory=list)
+    """The current or last run's steps."""
+    usage: Usage = field(default_factory=Usage)
+    """The current or last run's usage, across resumes."""
+    iterations: int = 0
+    """Model turns in the current run, corrections included."""
+    corrections: int = 0
+    """Turns of the current run with a failed tool call, plus parse corrections."""
+    open_calls: dict[str, ToolCall] = field(default_factory=dict)
+    """Calls of the last turn without a result yet, in the order the model made them."""
+    pending: dict[str, ToolCall] = field(default_factory=dict)
+    """Open calls that wait for a decision."""
+    approved: dict[str, ToolCall] = field(default_factory=dict)
+    """Open calls that were approved: as they must run, edits applied."""
+    attempts: dict[str, int] = field(default_factory=dict)
+    """Open calls that were started, and how many times."""
+    output: JsonValue = None
+    error: str | None = None
+    last_error: str | None = None
+    """The last failed tool call's message, for `ToolRetriesExceeded`."""
+    _step_of: dict[str, AgentStep] = field(default_factory=dict, repr=False)
+    _failed_steps: set[int] = field(default_factory=set, repr=False)
+
+    def apply(self, seq: int, event: JournalEvent) -> None:
+        """Fold one event into the state."""
+        self.seq = seq
+        if isinstance(event, UserInput):
+            self._start(event)
+        elif isinstance(event, ModelTurn):
+            self._model_turn(event.response)
+        elif isinstance(event, Correction):
+            self.iterations += 1
+            self.corrections += 1
+            self.last_error = event.error
+            self.messages.append(Message.user(event.feedback))
+            self.steps.append(AgentStep(index=len(self.steps), note=f"[recovered] {event.error}"))
+        elif isinstance(event, ToolStarted):
+            self.attempts[event.call.id] = event.attempt
+        elif isinstance(event, ToolFinished):
+            self._result(event.result, failed=event.result.is_error)
+        elif isinstance(event, ApprovalRequested):
+            self.status = "paused"
+            for call in event.calls:
+                self.pending[call.id] = call
+        elif isinstance(event, ApprovalDecided):
+            self._decided(event)
+        elif isinstance(event, RunFinished):
+            self.status, self.output = "finished", event.output
+        elif isinstance(event, RunFailed):
+            self.status, self.error = "failed", event.message
+        else:
+            assert_never(event)
+
+    def response(self, *, latency_ms: float = 0.0) -> AgentResponse:
+        """The current or last run, as an `AgentResponse`."""
+        return AgentResponse.model_construct(
+            schema_version=1,
+            output=self.output,
+            messages=list(self.messages),
+            steps=list(self.steps),
+            usage=self.usage,
+            thread_id=self.thread_id,
+            latency_ms=latency_ms,
+            metadata={"run_id": self.run_id},
+        )
+
+    def _start(self, event: UserInput) -> None:
+        self.status, self.run_id = "running", event.run_id
+        self.messages.extend(event.messages)
+        self.steps, self.usage = [], Usage()
+        self.iterations = self.corrections = 0
+        self.output = self.error = self.last_error = None
+        self._step_of.clear()
+        self._failed_steps.clear()
+
+    def _model_turn(self, response: ModelResponse) -> None:
+        message = response.message
+        step = AgentStep(
+            index=len(self.steps),
+            thought=message.content,
+            tool_calls=list(message.tool_calls),
+            usage=response.usage,
+            model=response.model,
+        )
+        self.steps.append(step)
+        self.messages.append(message)
+        self.usage = self.usage + response.usage
+        self.iterations += 1
+        self.open_calls = {call.id: call for call in message.tool_calls}
+        self.pending, self.approved, self.attempts = {}, {}, {}
+        for call in message.tool_calls:
+            self._step_of[call.id] = step
+
+    def _result(self, result: ToolResult, *, failed: bool) -> None:
+        if self.open_calls.pop(result.call_id, None) is None:
+            return  # a duplicate or stray result; the first one stands
+        self.approved.pop(result.call_id, None)
+        self.attempts.pop(result.call_id, None)
+        self.messages.append(Message.tool(result))
+        step = self._step_of.get(result.call_id)
+        if step is not None:
+            step.tool_results.append(result)
+            if failed and step.index not in self._failed_steps:
+                self._failed_steps.add(step.index)
+                self.corrections += 1
+        if failed:
+            self.last_error = result.content
+        if not self.pending and self.status == "paused":
+            self.status = "running"
+
+    def _decided(self, event: ApprovalDecided) -> None:
+        call = self.pending.pop(event.call_id, None)
+        if call is None:
+            return
+        decision = event.decision
+        edited = decision.arguments is not None and decision.arguments != call.arguments
+        outcome: Literal["approved", "edited", "rejected"] = (
+            "rejected" if decision.action == "reject" else "edited" if edited else "approved"
+        )
+        step = self._step_of.get(call.id)
+        if step is not None:
+            step.approvals.append(
+                ApprovalRecord(
+                    call_id=call.id,
+                    tool=call.name,
+                    outcome=outcome,
+                    arguments=call.arguments,
+                    edited_arguments=decision.arguments if edited else None,
+                    feedback=decision.feedback,
+                    actor=decision.actor,
+                    decided_at=event.decided_at,
+                )
+            )
+        if not self.pending:
+            self.status = "running"
+        if decision.action == "approve":
+            runs_as = call.model_copy(update={"arguments": decision.arguments}) if edited else call
+            self.approved[call.id] = runs_as
+            return
+        text = REJECTED_PREFIX + (f" Feedback: {decision.feedback}" if decision.feedback else "")
+        self._result(ToolResult(call_id=call.id, name=call.name, content=text, is_error=True),
+                     failed=False)

@@ -1,0 +1,178 @@
+"""`ScriptedModel`: a model that answers from a script, for tests and demos."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+from pydantic import JsonValue
+
+from tidemill.errors import ConfigurationError, ScriptExhausted
+from tidemill.llm._model import Model, ModelRequest, ModelStreamEvent
+from tidemill.types import (
+    Message,
+    ModelResponse,
+    ResponseDone,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+
+__all__ = ["Answer", "Handler", "ScriptedModel"]
+
+Answer = str | Message | ModelResponse
+"""What a script entry or handler may give: text, an assistant message, or a full response."""
+
+Handler = Callable[[ModelRequest], Answer | Awaitable[Answer]]
+"""A function that answers each request, sync or async."""
+
+
+class ScriptedModel(Model):
+    """A model that plays back a script, offline and deterministic.
+
+    Turn `i` answers with `responses[i]` as text and `tool_calls[i]` as the
+    calls; or a `handler` answers every request. Every request is kept in
+    `requests`, so tests can assert what the model was sent. Usage is
+    estimated at four characters a token.
+
+    Args:
+        responses: The text of each turn.
+        tool_calls: The tool calls of each turn (`[]` for none).
+        handler: Answers each request instead of a script.
+        strict: Raise `ScriptExhausted` when asked for more turns than
+            scripted. Otherwise the last text is repeated, with no tool calls.
+        model_name: The name it reports.
+
+    Example:
+        >>> import asyncio
+        >>> from tidemill.types import Message
+        >>> model = ScriptedModel(["Hello!"], strict=True)
+        >>> reply = asyncio.run(model.request(ModelRequest([Message.user("Hi")])))
+        >>> reply.message.content, len(model.requests)
+        ('Hello!', 1)
+        >>> asyncio.run(model.request(ModelRequest([Message.user("Again")])))
+        Traceback (most recent call last):
+        ...
+        tidemill.errors.ScriptExhausted: The scripted model was called 2 time(s) but its script has 1 answer(s). Hint: Add responses= or tool_calls= entries, or pass a handler=.
+    """
+
+    provider = "scripted"
+
+    def __init__(
+        self,
+        responses: Sequence[Answer] = (),
+        *,
+        tool_calls: Sequence[Sequence[ToolCall]] = (),
+        handler: Handler | None = None,
+        strict: bool = False,
+        model_name: str = "scripted",
+    ) -> None:
+        if handler is not None and (responses or tool_calls):
+            raise ConfigurationError(
+                "A scripted model takes a script or a handler, not both.",
+                hint="Move the scripted answers into the handler.",
+            )
+        self.responses = list(responses)
+        self.tool_calls = [tuple(calls) for calls in tool_calls]
+        self.handler = handler
+        self.strict = strict
+        self.model_name = model_name
+        self.requests: list[ModelRequest] = []
+        """Every request received, in order."""
+        self._turn = 0
+        # Running input-token estimate, so counting stays O(new messages).
+        self._counted = 0
+        self._counted_tokens = 0
+        self._last_counted: Message | None = None
+
+    @property
+    def turns(self) -> int:
+        """How many turns the script holds."""
+        return max(len(self.responses), len(self.tool_calls))
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Answer from the script or the handler."""
+        self.requests.append(request)
+        turn = self._turn
+        self._turn += 1
+        if self.handler is not None:
+            answer = self.handler(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return self._response(answer, (), request)
+        if turn >= self.turns:
+            if self.strict:
+                raise ScriptExhausted(self.turns)
+            last = self.responses[-1] if self.responses else ""
+            return self._response(last, (), request)
+        text = self.responses[turn] if turn < len(self.responses) else ""
+        calls = self.tool_calls[turn] if turn < len(self.tool_calls) else ()
+        return self._response(text, calls, request)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamEvent]:
+        """Answer as `request` does, streaming the text word by word."""
+        response = await self.request(request)
+        text = response.message.content
+        start = 0
+        while start < len(text):
+            end = text.find(" ", start + 1)
+            end = len(text) if end < 0 else end
+            yield TextDelta(delta=text[start:end])
+            start = end
+        for index, call in enumerate(response.message.tool_calls):
+            yield ToolCallDelta(
+                index=index,
+                call_id=call.id,
+                name=call.name,
+                arguments_delta=call.raw_arguments
+                if call.raw_arguments is not None
+                else json.dumps(call.arguments),
+            )
+        yield ResponseDone(response=response)
+
+    def describe(self) -> dict[str, JsonValue]:
+        """Describe the model and the script's length."""
+        return {**super().describe(), "turns": self.turns}
+
+    def _response(
+        self, answer: Answer, calls: Sequence[ToolCall], request: ModelRequest
+    ) -> ModelResponse:
+        if isinstance(answer, ModelResponse):
+            return answer
+        message = (
+            answer
+            if isinstance(answer, Message)
+            else Message.assistant(answer, tool_calls=tuple(calls))
+        )
+        usage = Usage.model_construct(
+            requests=1,
+            input_tokens=self._input_tokens(request.messages),
+            output_tokens=_estimate(message),
+            cache_read_tokens=0,
+            cache_write_tokens=0,
+            reasoning_tokens=0,
+        )
+        return ModelResponse.model_construct(
+            message=message,
+            usage=usage,
+            finish_reason="tool_calls" if message.tool_calls else "stop",
+            model=self.model_name,
+            provider=self.provider,
+            response_id=None,
+        )
+
+    def _input_tokens(self, messages: Sequence[Message]) -> int:
+        known = self._counted
+        if not (0 < known <= len(messages) and messages[known - 1] is self._last_counted):
+            known, self._counted_tokens = 0, 0
+        self._counted_tokens += sum(_estimate(m) for m in messages[known:])
+        self._counted = len(messages)
+        self._last_counted = messages[-1] if messages else None
+        return self._counted_tokens
+
+
+def _estimate(message: Message) -> int:
+    size = len(message.content) + sum(len(str(c.arguments)) + len(c.name) for c in message.tool_calls)
+    return max(1, (size + 3) // 4)

@@ -1,0 +1,44 @@
+"""What a tool may learn about the call it is serving."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ToolContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Facts about the current call, passed to tools that ask for them.
+
+    Declare a parameter annotated `ToolContext` and the runtime fills it in;
+    it is not part of the schema the model sees.
+
+    Example:
+        >>> from tidemill import tool
+        >>> @tool
+        ... def charge(amount: int, ctx: ToolContext) -> str:
+        ...     '''Charge the card.'''
+        ...     return f"charged {amount} with key {ctx.idempotency_key}"
+        >>> sorted(charge.parameters["properties"])
+        ['amount']
+    """
+
+    thread_id: str
+    """The agent thread the call belongs to."""
+    call_id: str
+    """The model's id for this call."""
+    tool_name: str
+    attempt: int = 1
+    """1 on the first execution; higher when a crashed run re-runs the call."""
+    agent: str = "agent"
+    """The name of the agent making the call."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key that is the same on every attempt of this call.
+
+        Pass it to payment APIs and the like so that a call re-run after a
+        crash takes effect once.
+        """
+        return f"{self.thread_id}/{self.call_id}"

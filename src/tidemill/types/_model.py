@@ -1,0 +1,32 @@
+"""What one model call returns."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tidemill.types._messages import Message
+from tidemill.types._usage import Usage
+
+__all__ = ["FinishReason", "ModelResponse"]
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error", "unknown"]
+"""Why a model stopped, normalised across providers."""
+
+
+class ModelResponse(BaseModel):
+    """The complete answer of one model call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    message: Message
+    """The assistant message: text, reasoning and tool calls."""
+    usage: Usage = Field(default_factory=Usage)
+    """What the call cost."""
+    finish_reason: FinishReason = "stop"
+    model: str | None = None
+    """The model that answered, as the provider names it."""
+    provider: str | None = None
+    response_id: str | None = None
+    """The provider's id for this response."""
