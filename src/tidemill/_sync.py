@@ -6,7 +6,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["LoopThread"]
 
@@ -40,10 +40,10 @@ class LoopThread:
         try:
             while True:
                 future = asyncio.run_coroutine_threadsafe(_next(iterator), loop)
-                done, item = _wait(future)
-                if done:
+                item = _wait(future)
+                if item is _DONE:
                     return
-                yield item
+                yield cast(T, item)
         finally:
             closer = getattr(iterator, "aclose", None)
             if closer is not None and loop.is_running():
@@ -71,11 +71,14 @@ class LoopThread:
             return self._loop
 
 
-async def _next(iterator: AsyncIterator[T]) -> tuple[bool, T | None]:
+_DONE = object()
+
+
+async def _next(iterator: AsyncIterator[T]) -> T | object:
     try:
-        return False, await anext(iterator)
+        return await anext(iterator)
     except StopAsyncIteration:
-        return True, None
+        return _DONE
 
 
 def _wait(future: Future[T]) -> T:

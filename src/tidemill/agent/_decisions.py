@@ -12,7 +12,7 @@ from tidemill.errors import ApprovalError, ToolArgumentsError
 from tidemill.tools import ToolRegistry
 from tidemill.types import Decision
 
-__all__ = ["decisions_from_flags", "decision_events"]
+__all__ = ["decision_events", "decisions_from_flags"]
 
 
 def decisions_from_flags(
@@ -53,9 +53,8 @@ def decision_events(
     if unknown:
         raise ApprovalError(
             f"No pending call has the id {', '.join(map(repr, unknown))}.",
-            hint="Decide the pending calls: " + ", ".join(
-                f"{c.name} ({cid})" for cid, c in state.pending.items()
-            ),
+            hint="Decide the pending calls: "
+            + ", ".join(f"{c.name} ({cid})" for cid, c in state.pending.items()),
             context={"unknown": unknown, "pending": list(state.pending)},
         )
     now = datetime.now(UTC)

@@ -459,9 +459,7 @@ class AgentRuntime:
             if state.corrections > self.tool_call_retries:
                 detail = state.last_error or "unknown error"
                 await writer.append(RunFailed(reason="tool_call_retries", message=detail))
-                raise ToolRetriesExceeded(
-                    self.tool_call_retries, detail, response=_partial(writer)
-                )
+                raise ToolRetriesExceeded(self.tool_call_retries, detail, response=_partial(writer))
             if state.iterations >= budget:
                 await writer.append(
                     RunFailed(reason="max_iterations", message=f"{budget} iteration(s) used")
@@ -531,9 +529,11 @@ class AgentRuntime:
             )
         elif (tool := self.tools.get(call.name)) is None:
             close = self.tools.suggest(call.name)
-            problem = f"There is no tool named {call.name!r}. " + (
-                f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
-            ) + f"Available tools: {', '.join(self.tools.names()) or 'none'}."
+            problem = (
+                f"There is no tool named {call.name!r}. "
+                + (f"Did you mean {' or '.join(map(repr, close))}? " if close else "")
+                + f"Available tools: {', '.join(self.tools.names()) or 'none'}."
+            )
         else:
             try:
                 writer.validated[call.id] = tool.validate(call.arguments)

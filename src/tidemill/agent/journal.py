@@ -320,5 +320,6 @@ class ThreadState:
             self.approved[call.id] = runs_as
             return
         text = REJECTED_PREFIX + (f" Feedback: {decision.feedback}" if decision.feedback else "")
-        self._result(ToolResult(call_id=call.id, name=call.name, content=text, is_error=True),
-                     failed=False)
+        self._result(
+            ToolResult(call_id=call.id, name=call.name, content=text, is_error=True), failed=False
+        )

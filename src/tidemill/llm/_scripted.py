@@ -55,7 +55,7 @@ class ScriptedModel(Model):
         >>> asyncio.run(model.request(ModelRequest([Message.user("Again")])))
         Traceback (most recent call last):
         ...
-        tidemill.errors.ScriptExhausted: The scripted model was called 2 time(s) but its script has 1 answer(s). Hint: Add responses= or tool_calls= entries, or pass a handler=.
+        tidemill.errors.ScriptExhausted: The scripted model was called 2 time(s) but ...
     """
 
     provider = "scripted"
@@ -174,5 +174,7 @@ class ScriptedModel(Model):
 
 
 def _estimate(message: Message) -> int:
-    size = len(message.content) + sum(len(str(c.arguments)) + len(c.name) for c in message.tool_calls)
+    size = len(message.content) + sum(
+        len(str(c.arguments)) + len(c.name) for c in message.tool_calls
+    )
     return max(1, (size + 3) // 4)

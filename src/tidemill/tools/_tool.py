@@ -55,7 +55,7 @@ class Tool:
         >>> stock.validate({"sku": 42})
         Traceback (most recent call last):
         ...
-        tidemill.errors.ToolArgumentsError: Invalid arguments for tool 'stock': sku: 42 is not of type 'string'
+        tidemill.errors.ToolArgumentsError: Invalid arguments for tool 'stock': sku: 42 is not ...
     """
 
     def __init__(
@@ -143,7 +143,7 @@ class FunctionTool(Tool, Generic[P, R]):
         requires_approval: bool = False,
     ) -> None:
         self._wrapped = function
-        tool_name = name or getattr(function, "__name__", "")
+        tool_name = name or str(getattr(function, "__name__", ""))
         doc = parse_docstring(inspect.getdoc(function))
         self._args_model, self._context_param = _arguments_model(function, tool_name, doc.params)
         schema = _clean_schema(self._args_model.model_json_schema())
@@ -204,8 +204,8 @@ async def _invoke(function: Callable[..., object], arguments: dict[str, Any]) ->
 def _is_async(function: Callable[..., object]) -> bool:
     if inspect.iscoroutinefunction(function):
         return True
-    call = getattr(type(function), "__call__", None)
-    return call is not None and inspect.iscoroutinefunction(call)
+    # A callable object whose __call__ is async.
+    return inspect.iscoroutinefunction(type(function).__call__)
 
 
 def _arguments_model(
@@ -236,7 +236,7 @@ def _arguments_model(
             annotation,
             pydantic.Field(default=default, description=docs.get(param.name)),
         )
-    model = pydantic.create_model(  # type: ignore[call-overload]
+    model = pydantic.create_model(
         f"{tool_name}_arguments",
         __config__=pydantic.ConfigDict(extra="forbid"),
         **fields,

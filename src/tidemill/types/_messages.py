@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from enum import Enum
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -25,7 +25,7 @@ def new_call_id() -> str:
     return "call_" + secrets.token_hex(12)
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     """Who speaks a message."""
 
     SYSTEM = "system"
@@ -106,14 +106,16 @@ class ToolResult(_Frozen):
     """Whether the call failed; the content then says why."""
 
 
+def _empty_object_schema() -> dict[str, JsonValue]:
+    return {"type": "object", "properties": {}}
+
+
 class ToolDefinition(_Frozen):
     """A tool as a model sees it: a name, a description and a JSON Schema."""
 
     name: str
     description: str = ""
-    parameters: dict[str, JsonValue] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, JsonValue] = Field(default_factory=_empty_object_schema)
     """The JSON Schema of the arguments object."""
 
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
 import pydantic
+import pydantic_core
 
 from tidemill.agent.journal import JOURNAL_EVENT, SCHEMA_VERSION, JournalEvent, JournalRecord
 from tidemill.errors import SerializationError
@@ -70,7 +71,7 @@ def encode_event(event: JournalEvent) -> str:
     """
     try:
         return JOURNAL_EVENT.dump_json(event).decode()
-    except (pydantic.PydanticSerializationError, ValueError, TypeError) as exc:
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
         raise SerializationError(
             f"A {event.kind!r} event cannot be stored as JSON: {exc}",
             hint="Keep tool arguments and outputs to JSON values: str, numbers, lists, dicts.",
@@ -110,4 +111,3 @@ def _version_of(payload: str | bytes) -> int | None:
         return None
     version = data.get("schema_version") if isinstance(data, dict) else None
     return version if isinstance(version, int) else None
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import weakref
 from collections.abc import Sequence
@@ -212,10 +213,9 @@ class PostgresCheckpointer:
     async def _setup(self, connection: psycopg.AsyncConnection[Any]) -> None:
         import psycopg
 
-        try:
+        # Another process may create the schema or table at the same moment.
+        with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
             await connection.execute(self._sql["setup"])
-        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
-            pass  # another process created the schema or table at the same moment
         self._ready = True
 
     def _failure(self, exc: Exception, connection: psycopg.AsyncConnection[Any]) -> Exception:

@@ -1,0 +1,43 @@
+# The project's commands. Each creates .venv and installs what it needs on first use.
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+BENCH := .venv-bench
+PYTHON ?= python3
+
+.PHONY: install demo test check format bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)  ## Run the main job on the embedded defaults (SQLite, the offline model)
+	$(PY) examples/approval_demo.py
+
+test: $(STAMP)  ## The whole test suite
+	$(PY) -m pytest
+
+check: $(STAMP)  ## Lint, format check and strict type check
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format src tests benchmarks examples
+	$(VENV)/bin/ruff check --fix src tests benchmarks examples
+
+$(BENCH)/.installed: benchmarks/requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(BENCH)
+	$(BENCH)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH)/bin/python -m pip install --quiet -e '.[postgres]' -r benchmarks/requirements.txt
+	touch $(BENCH)/.installed
+
+bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own environment
+	$(BENCH)/bin/python benchmarks/agent_loop.py
+
+clean:
+	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .tidemill

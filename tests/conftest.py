@@ -1,0 +1,76 @@
+"""Shared fixtures: checkpointers on every backend, PostgreSQL isolation."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tidemill.agent.checkpoint import (
+    Checkpointer,
+    MemoryCheckpointer,
+    PostgresCheckpointer,
+    SQLiteCheckpointer,
+)
+
+POSTGRES_ENV = "TIDEMILL_TEST_POSTGRES_URL"
+BACKENDS = ["memory", "sqlite", "postgres"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Keep real provider keys out of tests unless a test sets them itself."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """The test database URL; skips the test, saying why, when it is not set."""
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        pytest.skip(f"{POSTGRES_ENV} is not set; PostgreSQL tests need a server (CI sets it)")
+    return url
+
+
+def unique_schema() -> str:
+    """A schema name no other test run uses."""
+    return f"tidemill_test_{os.getpid()}_{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+async def postgres_checkpointer(postgres_url: str) -> AsyncIterator[PostgresCheckpointer]:
+    """A PostgreSQL checkpointer in a schema of its own, dropped afterwards."""
+    checkpointer = PostgresCheckpointer(postgres_url, schema=unique_schema())
+    try:
+        yield checkpointer
+    finally:
+        await checkpointer.drop_schema()
+        await checkpointer.aclose()
+
+
+@pytest.fixture(params=BACKENDS)
+async def checkpointer(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Checkpointer]:
+    """Each backend in turn: memory, SQLite in a temp file, PostgreSQL (when configured)."""
+    backend: Checkpointer
+    if request.param == "memory":
+        backend = MemoryCheckpointer()
+    elif request.param == "sqlite":
+        backend = SQLiteCheckpointer(tmp_path / "journal.db")
+    else:
+        url = os.environ.get(POSTGRES_ENV)
+        if not url:
+            pytest.skip(f"{POSTGRES_ENV} is not set; PostgreSQL tests need a server (CI sets it)")
+        backend = PostgresCheckpointer(url, schema=unique_schema())
+    try:
+        yield backend
+    finally:
+        if isinstance(backend, PostgresCheckpointer):
+            await backend.drop_schema()
+        await backend.aclose()
