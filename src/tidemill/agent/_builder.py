@@ -296,6 +296,7 @@ class AgentBuilder:
         approved: bool | None = None,
         feedback: str = "",
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        retry_in_flight: bool = False,
         max_iterations: int | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
@@ -306,6 +307,7 @@ class AgentBuilder:
             approved=approved,
             feedback=feedback,
             edited_arguments=edited_arguments,
+            retry_in_flight=retry_in_flight,
             max_iterations=max_iterations,
             **settings,
         )
@@ -318,6 +320,7 @@ class AgentBuilder:
         approved: bool | None = None,
         feedback: str = "",
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        retry_in_flight: bool = False,
         max_iterations: int | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
@@ -329,6 +332,7 @@ class AgentBuilder:
                 approved=approved,
                 feedback=feedback,
                 edited_arguments=edited_arguments,
+                retry_in_flight=retry_in_flight,
                 max_iterations=max_iterations,
                 **settings,
             )

@@ -49,6 +49,11 @@ def decision_events(
             hint="Only a paused thread takes decisions; see pending_approvals().",
             context={"thread_id": state.thread_id, "status": state.status},
         )
+    if not decisions:
+        raise ApprovalError(
+            "No decisions were given.",
+            hint="Pass decisions={call_id: Decision.approve()} for the pending calls.",
+        )
     unknown = [cid for cid in decisions if cid not in state.pending]
     if unknown:
         raise ApprovalError(

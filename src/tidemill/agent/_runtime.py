@@ -242,6 +242,7 @@ class AgentRuntime:
         approved: bool | None = None,
         feedback: str = "",
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        retry_in_flight: bool = False,
         max_iterations: int | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
@@ -256,8 +257,10 @@ class AgentRuntime:
 
         A run whose process died (its journal ends mid-run) is continued
         with no decisions: model turns already answered are not asked again
-        and tool calls already finished are not run again; a call that was
-        running when the process died runs again, with the same
+        and tool calls already finished are not run again. A call that was
+        started but has no result may still be running in another process,
+        so resuming stops with `ThreadBusy` unless `retry_in_flight=True`
+        says it is not; it then runs again, with the same
         `ToolContext.idempotency_key` and a higher `attempt`.
 
         Returns:
@@ -265,7 +268,8 @@ class AgentRuntime:
 
         Raises:
             ApprovalError: The decisions do not fit the thread; nothing is stored.
-            ThreadBusy: Another process resumed the thread first.
+            ThreadBusy: Another process resumed the thread first, or a call
+                is in flight and `retry_in_flight` is False.
             AgentInterrupt: Calls still wait for a decision.
 
         Example:
@@ -296,7 +300,7 @@ class AgentRuntime:
             decisions = decisions_from_flags(
                 state, approved=approved, feedback=feedback, edited_arguments=edited_arguments
             )
-        if decisions:
+        if decisions is not None:
             await writer.append(*decision_events(state, decisions, self.tools))
         elif state.status == "paused":
             raise ApprovalError(
@@ -312,6 +316,7 @@ class AgentRuntime:
                 hint="Start a new run on it with run(prompt, thread_id=...).",
                 context={"status": state.status},
             )
+        writer.retry_in_flight = retry_in_flight
         return await self._complete(writer, max_iterations, settings)
 
     def resume(
@@ -322,6 +327,7 @@ class AgentRuntime:
         approved: bool | None = None,
         feedback: str = "",
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        retry_in_flight: bool = False,
         max_iterations: int | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
@@ -333,6 +339,7 @@ class AgentRuntime:
                 approved=approved,
                 feedback=feedback,
                 edited_arguments=edited_arguments,
+                retry_in_flight=retry_in_flight,
                 max_iterations=max_iterations,
                 **settings,
             )
@@ -397,6 +404,7 @@ class AgentRuntime:
     # -- the loop ----------------------------------------------------------------
 
     async def _begin(self, prompt: Prompt, thread_id: str | None) -> ThreadWriter:
+        messages = _messages(prompt)
         if thread_id is None:
             state = ThreadState("thread_" + secrets.token_hex(12))
         else:
@@ -414,7 +422,7 @@ class AgentRuntime:
             )
         writer = ThreadWriter(self.checkpointer, state)
         run_id = "run_" + secrets.token_hex(8)
-        await writer.append(UserInput(messages=_messages(prompt), run_id=run_id))
+        await writer.append(UserInput(messages=messages, run_id=run_id))
         return writer
 
     async def _complete(
@@ -585,8 +593,22 @@ class AgentRuntime:
     async def _mark_started(
         self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]
     ) -> None:
-        """Journal calls as started unless this pass already did (a crash re-runs them)."""
+        """Journal calls as started, unless this pass already did.
+
+        A call started by an earlier pass has no result: its process died, or
+        it is still running elsewhere. It runs again only when the caller said so.
+        """
         attempts = writer.state.attempts
+        in_flight = [c for c in calls if c.id in attempts and c.id not in started]
+        if in_flight and not writer.retry_in_flight:
+            names = ", ".join(f"{c.name} ({c.id})" for c in in_flight)
+            raise ThreadBusy(
+                f"Tool call {names} on thread {writer.thread_id!r} was started and has no "
+                "result: it may still be running in another process, or that process died.",
+                hint="Once you know it is not running, resume(thread_id, retry_in_flight=True) "
+                "runs it again with the same idempotency key.",
+                context={"thread_id": writer.thread_id, "calls": [c.id for c in in_flight]},
+            )
         fresh = [
             ToolStarted(call=call, attempt=attempts.get(call.id, 0) + 1)
             for call in calls
@@ -635,7 +657,7 @@ def _messages(prompt: Prompt) -> tuple[Message, ...]:
         return (Message.user(prompt),)
     if isinstance(prompt, Message):
         return (prompt,)
-    messages = tuple(prompt)
+    messages = tuple(prompt) if isinstance(prompt, Sequence) else ()
     if not messages or not all(isinstance(m, Message) for m in messages):
         raise ConfigurationError(
             "A prompt is a string, a Message, or a non-empty sequence of Messages.",

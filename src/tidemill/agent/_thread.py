@@ -34,6 +34,8 @@ class ThreadWriter:
         self.started = time.perf_counter()
         self.validated: dict[str, dict[str, object]] = {}
         """Validated arguments by call id, so a call is not validated twice."""
+        self.retry_in_flight = False
+        """Whether calls started by an earlier, dead process may run again."""
         self._lock = asyncio.Lock()
 
     @property

@@ -213,7 +213,9 @@ def _arguments_model(
 ) -> tuple[type[pydantic.BaseModel], str | None]:
     try:
         signature = inspect.signature(function)
-        hints = get_type_hints(function)
+        # A callable object's hints live on its __call__.
+        hinted = function if inspect.isroutine(function) else function.__call__
+        hints = get_type_hints(hinted)
     except (TypeError, ValueError, NameError) as exc:
         raise ConfigurationError(
             f"Cannot read the signature of tool {tool_name!r}: {exc}",

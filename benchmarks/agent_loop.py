@@ -1,0 +1,745 @@
+"""The agent runtime's own overhead per reason/act iteration, next to its peers.
+
+Every row runs the same task: a scripted model that asks for one tool call per
+turn, `echo(i=0)`, `echo(i=1)`, ... `echo(i=N-1)`, then answers "done". One
+iteration is one model call plus one call of the async tool `echo(i: int) ->
+int`. The model decides each turn from the last message alone (O(1)), so what
+is measured is the framework: its loop, its message bookkeeping and, where
+there is one, its checkpointer.
+
+    us/iter = median over repetitions of (wall time of one whole run) / N
+
+Every run is checked: the right number of steps, every tool result correct,
+the final answer present. A run that is wrong fails the benchmark.
+
+Run it with `make bench` (its own virtualenv with the peers installed from
+benchmarks/requirements.txt), or directly:
+
+    .venv-bench/bin/python benchmarks/agent_loop.py [--quick] [--profile sqlite]
+
+PostgreSQL rows use $TIDEMILL_BENCH_POSTGRES_URL (default
+postgresql://postgres@127.0.0.1:5432/test), in a schema of their own that is
+dropped afterwards; they are skipped, saying why, when the server is not there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import importlib.metadata
+import io
+import os
+import platform
+import pstats
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import tidemill
+from tidemill import Message, ToolCall, agent, tool
+from tidemill.llm import ModelRequest
+
+POSTGRES_ENV = "TIDEMILL_BENCH_POSTGRES_URL"
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+SIZES = (10, 50, 200)
+FINAL = "done"
+
+# Targets for Tidemill, from the issue.
+TARGET_US = {"memory": 50.0, "sqlite": 150.0, "postgres": 1000.0}
+TARGET_GROWTH = 1.25
+
+
+class Skip(Exception):
+    """A row cannot run here (a missing package, no server); the reason is printed."""
+
+
+# -- the one task, shared by every framework -------------------------------------------
+
+
+def next_call(last_result: int | None, last_call: int | None, n: int) -> int | None:
+    """The model's policy: which `echo(i)` to ask for next, or None to answer.
+
+    `last_result` is what the tool returned for the previous call `last_call`;
+    a wrong result stops the run, so no framework can pass by skipping work.
+    """
+    if last_call is None:
+        return 0
+    if last_result != last_call:
+        raise AssertionError(f"echo({last_call}) returned {last_result!r}")
+    following = last_call + 1
+    return following if following < n else None
+
+
+def call_index(call_id: str) -> int:
+    """Our call ids are `call_<i>`; the index back from one."""
+    return int(call_id.rpartition("_")[2])
+
+
+class Bench(Protocol):
+    """One framework set up for one N: a timed `run`, an untimed `check` and `reset`."""
+
+    async def run(self) -> Any: ...
+
+    def check(self, result: Any) -> None: ...
+
+    async def reset(self, result: Any) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+Factory = Callable[[int], Awaitable[Bench]]
+
+
+# -- Tidemill ----------------------------------------------------------------------------
+
+
+@tool
+async def echo(i: int) -> int:
+    """Return i.
+
+    Args:
+        i: Any integer.
+    """
+    return i
+
+
+def tidemill_handler(n: int) -> Callable[[ModelRequest], Message]:
+    def answer(request: ModelRequest) -> Message:
+        last = request.messages[-1]
+        if last.tool_call_id is None:
+            following = next_call(None, None, n)
+        else:
+            following = next_call(int(last.content), call_index(last.tool_call_id), n)
+        if following is None:
+            return Message.assistant(FINAL)
+        call = ToolCall(id=f"call_{following}", name="echo", arguments={"i": following})
+        return Message.assistant(tool_calls=(call,))
+
+    return answer
+
+
+class TidemillBench:
+    def __init__(self, n: int, checkpoint: tuple[Any, ...] | None, config: dict[str, Any]):
+        self.n = n
+        self.builder = (
+            agent().llm("fake", handler=tidemill_handler(n)).tool(echo).max_iterations(n + 1)
+        )
+        if checkpoint is not None:
+            self.builder.checkpoint(*checkpoint, **config)
+        self.runtime = self.builder.build()
+
+    async def run(self) -> tidemill.AgentResponse:
+        return await self.runtime.arun("Call echo until told otherwise.")
+
+    def check(self, result: tidemill.AgentResponse) -> None:
+        n = self.n
+        assert result.output == FINAL, result.output
+        assert len(result.steps) == n + 1, f"{len(result.steps)} steps, expected {n + 1}"
+        for index, step in enumerate(result.steps[:n]):
+            assert [c.arguments for c in step.tool_calls] == [{"i": index}], step
+            assert [(r.content, r.is_error) for r in step.tool_results] == [(str(index), False)]
+        assert not result.steps[n].tool_calls
+
+    async def reset(self, result: tidemill.AgentResponse) -> None:
+        # Keep every repetition alike: drop the finished thread and the model's
+        # record of requests (the scripted model keeps every request it gets).
+        await self.runtime.checkpointer.delete(result.thread_id)
+        self.runtime.model.requests.clear()  # type: ignore[attr-defined]
+
+    async def aclose(self) -> None:
+        await self.builder.aclose()
+
+
+@asynccontextmanager
+async def tidemill_default() -> AsyncIterator[Factory]:
+    async def make(n: int) -> Bench:
+        return TidemillBench(n, None, {})
+
+    yield make
+
+
+@asynccontextmanager
+async def tidemill_memory() -> AsyncIterator[Factory]:
+    async def make(n: int) -> Bench:
+        return TidemillBench(n, ("memory",), {})
+
+    yield make
+
+
+@asynccontextmanager
+async def tidemill_sqlite() -> AsyncIterator[Factory]:
+    with tempfile.TemporaryDirectory(prefix="tidemill-bench-") as folder:
+
+        async def make(n: int) -> Bench:
+            return TidemillBench(n, ("sqlite",), {"path": Path(folder) / "journal.db"})
+
+        yield make
+
+
+def postgres_url() -> str:
+    return os.environ.get(POSTGRES_ENV) or DEFAULT_POSTGRES_URL
+
+
+async def postgres_server_version(url: str) -> str:
+    """The server's version; raises Skip with the reason when it cannot be reached."""
+    try:
+        import psycopg
+    except ImportError:
+        raise Skip("psycopg is not installed (pip install -e '.[postgres]')") from None
+    try:
+        connection = await psycopg.AsyncConnection.connect(url, connect_timeout=5)
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise Skip(f"cannot connect to {url} ({first}); set {POSTGRES_ENV}") from None
+    async with connection:
+        cursor = await connection.execute("SHOW server_version")
+        row = await cursor.fetchone()
+    return str(row[0]) if row else "?"
+
+
+@asynccontextmanager
+async def tidemill_postgres() -> AsyncIterator[Factory]:
+    url = postgres_url()
+    await postgres_server_version(url)
+    schema = f"tidemill_bench_{os.getpid()}_{secrets.token_hex(4)}"
+    benches: list[TidemillBench] = []
+
+    async def make(n: int) -> Bench:
+        bench = TidemillBench(n, (url,), {"schema": schema})
+        benches.append(bench)
+        return bench
+
+    try:
+        yield make
+    finally:
+        # A fresh checkpointer on the same schema drops it, whatever the benches did.
+        cleaner = tidemill.PostgresCheckpointer(url, schema=schema)
+        try:
+            await cleaner.drop_schema()
+        finally:
+            await cleaner.aclose()
+
+
+# -- LangGraph ---------------------------------------------------------------------------
+
+
+def langgraph_parts() -> tuple[Any, Any]:
+    """The fake chat model class and the echo tool, built only when LangGraph is installed."""
+    try:
+        from langchain_core.language_models import BaseChatModel
+        from langchain_core.messages import AIMessage, ToolMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+        from langchain_core.tools import tool as lc_tool
+    except ImportError as exc:
+        raise Skip(f"LangGraph is not installed ({exc.name}); see benchmarks/requirements.txt")
+
+    class ScriptedChat(BaseChatModel):
+        """One tool call per turn, then the answer; decided from the last message.
+
+        langchain_core's GenericFakeChatModel cannot bind tools and has only a
+        sync `_generate`, which async callers run in a worker thread; this one
+        answers on the event loop.
+        """
+
+        n: int
+
+        @property
+        def _llm_type(self) -> str:
+            return "bench-scripted"
+
+        def _answer(self, messages: Sequence[Any]) -> ChatResult:
+            last = messages[-1]
+            if isinstance(last, ToolMessage):
+                following = next_call(int(last.content), call_index(last.tool_call_id), self.n)
+            else:
+                following = next_call(None, None, self.n)
+            if following is None:
+                message = AIMessage(content=FINAL)
+            else:
+                call = {"name": "echo", "args": {"i": following}, "id": f"call_{following}"}
+                message = AIMessage(content="", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+        def _generate(
+            self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            return self._answer(messages)
+
+        async def _agenerate(
+            self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            return self._answer(messages)
+
+        def bind_tools(self, tools: Sequence[Any], **kw: Any) -> Any:
+            # What a provider's bind_tools returns: the model bound to its tools.
+            return self.bind(tools=[getattr(t, "name", t) for t in tools])
+
+    @lc_tool
+    async def lc_echo(i: int) -> int:
+        """Return i."""
+        return i
+
+    lc_echo.name = "echo"
+    return ScriptedChat, lc_echo
+
+
+class LangGraphBench:
+    def __init__(self, n: int, saver: Any | None, durability: str | None) -> None:
+        from langgraph.prebuilt import create_react_agent
+
+        chat, lc_echo = langgraph_parts()
+        self.n = n
+        self.saver = saver
+        self.durability = durability
+        with warnings.catch_warnings():
+            # create_react_agent is deprecated in favour of langchain.agents.create_agent
+            # (another package); it is still LangGraph's own prebuilt ReAct agent.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message=".*create_react_agent.*")
+            self.graph = create_react_agent(chat(n=n), [lc_echo], checkpointer=saver)
+
+    async def run(self) -> Any:
+        thread_id = "thread_" + secrets.token_hex(12)
+        config: dict[str, Any] = {
+            "recursion_limit": 2 * self.n + 2,  # an agent step and a tool step per iteration
+            "configurable": {"thread_id": thread_id},
+        }
+        extra = {"durability": self.durability} if self.durability else {}
+        state = await self.graph.ainvoke(
+            {"messages": [("user", "Call echo until told otherwise.")]}, config, **extra
+        )
+        return thread_id, state
+
+    def check(self, result: Any) -> None:
+        from langchain_core.messages import AIMessage, ToolMessage
+
+        _, state = result
+        messages = state["messages"]
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        assert len(results) == self.n, f"{len(results)} tool calls, expected {self.n}"
+        assert [m.content for m in results] == [str(i) for i in range(self.n)]
+        assert isinstance(messages[-1], AIMessage) and messages[-1].content == FINAL
+
+    async def reset(self, result: Any) -> None:
+        if self.saver is not None:
+            await self.saver.adelete_thread(result[0])
+
+    async def aclose(self) -> None:
+        pass
+
+
+@asynccontextmanager
+async def langgraph_plain() -> AsyncIterator[Factory]:
+    langgraph_parts()
+
+    async def make(n: int) -> Bench:
+        return LangGraphBench(n, None, None)
+
+    yield make
+
+
+def langgraph_sqlite(durability: str | None) -> Callable[[], Any]:
+    @asynccontextmanager
+    async def setup() -> AsyncIterator[Factory]:
+        langgraph_parts()
+        try:
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        except ImportError as exc:
+            raise Skip(f"langgraph-checkpoint-sqlite is not installed ({exc.name})") from None
+        with tempfile.TemporaryDirectory(prefix="langgraph-bench-") as folder:
+            path = str(Path(folder) / "checkpoints.db")
+            async with AsyncSqliteSaver.from_conn_string(path) as saver:
+                await saver.setup()
+
+                async def make(n: int) -> Bench:
+                    return LangGraphBench(n, saver, durability)
+
+                yield make
+
+    return setup
+
+
+# -- PydanticAI --------------------------------------------------------------------------
+
+
+class PydanticAIBench:
+    def __init__(self, n: int) -> None:
+        try:
+            from pydantic_ai import Agent
+            from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+            from pydantic_ai.models.function import AgentInfo, FunctionModel
+            from pydantic_ai.usage import RequestUsage, UsageLimits
+        except ImportError as exc:
+            raise Skip(f"pydantic-ai is not installed ({exc.name})") from None
+
+        self.n = n
+        self.limits = UsageLimits(request_limit=n + 1)
+        self._return_part = ToolReturnPart
+
+        async def answer(messages: list[Any], info: AgentInfo) -> ModelResponse:
+            last = messages[-1].parts[-1]
+            if isinstance(last, ToolReturnPart):
+                following = next_call(last.content, call_index(last.tool_call_id), n)
+            else:
+                following = next_call(None, None, n)
+            # Usage given, so FunctionModel does not estimate it from the whole history.
+            usage = RequestUsage(input_tokens=1, output_tokens=1)
+            if following is None:
+                return ModelResponse(parts=[TextPart(FINAL)], usage=usage)
+            call = ToolCallPart("echo", {"i": following}, tool_call_id=f"call_{following}")
+            return ModelResponse(parts=[call], usage=usage)
+
+        async def pa_echo(i: int) -> int:
+            """Return i."""
+            return i
+
+        pa_echo.__name__ = "echo"
+        self.agent = Agent(FunctionModel(answer), tools=[pa_echo])
+
+    async def run(self) -> Any:
+        return await self.agent.run("Call echo until told otherwise.", usage_limits=self.limits)
+
+    def check(self, result: Any) -> None:
+        assert result.output == FINAL, result.output
+        returns = [
+            part.content
+            for message in result.all_messages()
+            for part in message.parts
+            if isinstance(part, self._return_part)
+        ]
+        assert returns == list(range(self.n)), returns[:5]
+
+    async def reset(self, result: Any) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+@asynccontextmanager
+async def pydantic_ai() -> AsyncIterator[Factory]:
+    PydanticAIBench(1)  # raises Skip when it is not installed
+
+    async def make(n: int) -> Bench:
+        return PydanticAIBench(n)
+
+    yield make
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    setup: Callable[[], Any]
+    target: str | None = None
+    """The Tidemill target this row is held to: memory, sqlite or postgres."""
+    slow: bool = False
+    """A peer, slow at large N: fewer repetitions there when time is short."""
+
+
+ROWS = (
+    Row("Tidemill, no checkpointer", tidemill_default, target="memory"),
+    Row("Tidemill, memory", tidemill_memory, target="memory"),
+    Row("Tidemill, SQLite", tidemill_sqlite, target="sqlite"),
+    Row("Tidemill, PostgreSQL", tidemill_postgres, target="postgres"),
+    Row("LangGraph, no checkpointer", langgraph_plain, slow=True),
+    Row("LangGraph, AsyncSqliteSaver", langgraph_sqlite(None), slow=True),
+    Row("LangGraph, AsyncSqliteSaver, durability=sync", langgraph_sqlite("sync"), slow=True),
+    Row("PydanticAI, FunctionModel", pydantic_ai, slow=True),
+)
+
+# Which Tidemill row each peer is compared with.
+COMPARISONS = (
+    ("LangGraph, no checkpointer", "Tidemill, memory"),
+    ("LangGraph, AsyncSqliteSaver", "Tidemill, SQLite"),
+    ("LangGraph, AsyncSqliteSaver, durability=sync", "Tidemill, SQLite"),
+    ("PydanticAI, FunctionModel", "Tidemill, memory"),
+)
+
+
+@dataclass
+class Result:
+    row: Row
+    us: dict[int, float] = field(default_factory=dict)
+    """Median microseconds per iteration, by N."""
+    spread: dict[int, float] = field(default_factory=dict)
+    """(slowest - fastest) / median, by N."""
+    runs: dict[int, int] = field(default_factory=dict)
+    skipped: str | None = None
+
+    @property
+    def growth(self) -> float | None:
+        small, large = min(SIZES), max(SIZES)
+        if small in self.us and large in self.us:
+            return self.us[large] / self.us[small]
+        return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    warmups: int
+    reps: int
+    slow_reps_at_large: int
+
+
+async def time_runs(bench: Bench, n: int, warmups: int, reps: int) -> list[float]:
+    """Seconds per whole run, `reps` of them after `warmups`; every run checked."""
+    times: list[float] = []
+    for index in range(warmups + reps):
+        gc.collect()
+        start = time.perf_counter()
+        result = await bench.run()
+        elapsed = time.perf_counter() - start
+        bench.check(result)
+        await bench.reset(result)
+        if index >= warmups:
+            times.append(elapsed)
+    return times
+
+
+async def measure(row: Row, plan: Plan) -> Result:
+    result = Result(row)
+    async with AsyncExitStack() as stack:
+        try:
+            make = await stack.enter_async_context(row.setup())
+        except Skip as skip:
+            result.skipped = str(skip)
+            return result
+        for n in SIZES:
+            bench = await make(n)
+            reps = plan.slow_reps_at_large if row.slow and n == max(SIZES) else plan.reps
+            try:
+                times = await time_runs(bench, n, plan.warmups, reps)
+            finally:
+                await bench.aclose()
+            median = statistics.median(times)
+            result.us[n] = median / n * 1e6
+            result.spread[n] = (max(times) - min(times)) / median
+            result.runs[n] = reps
+    return result
+
+
+# -- reporting ---------------------------------------------------------------------------
+
+
+def versions() -> list[str]:
+    found = [f"Python {platform.python_version()} ({platform.python_implementation()})"]
+    found.append(f"tidemill {tidemill.__version__}")
+    for name in (
+        "pydantic",
+        "psycopg",
+        "langgraph",
+        "langgraph-prebuilt",
+        "langgraph-checkpoint-sqlite",
+        "langchain-core",
+        "aiosqlite",
+        "pydantic-ai-slim",
+    ):
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return found
+
+
+def fmt_us(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def target_checks(results: Sequence[Result]) -> list[tuple[bool, str, str, str]]:
+    """(passed, what, target, measured) for every Tidemill target that was measured."""
+    checks = []
+    for res in results:
+        if res.row.target is None or res.skipped or not res.us:
+            continue
+        limit = TARGET_US[res.row.target]
+        worst_n = max(res.us, key=lambda n: res.us[n])
+        worst = res.us[worst_n]
+        over = f", {worst / limit - 1:.0%} over" if worst > limit else ""
+        checks.append(
+            (
+                worst <= limit,
+                f"{res.row.label}: us/iter at every N",
+                f"<= {limit:g} us",
+                f"worst {fmt_us(worst)} us at N={worst_n}{over}",
+            )
+        )
+        growth = res.growth
+        if growth is not None:
+            checks.append(
+                (
+                    growth <= TARGET_GROWTH,
+                    f"{res.row.label}: growth N={min(SIZES)} -> N={max(SIZES)}",
+                    f"<= {TARGET_GROWTH:g}x",
+                    f"{growth:.2f}x",
+                )
+            )
+    return checks
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    """Aligned columns: the first `left` columns to the left, the rest to the right."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            str(c).ljust(w) if i < left else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+
+
+def report(results: Sequence[Result], plan: Plan, elapsed: float, pg_version: str) -> str:
+    out = io.StringIO()
+    p = out.write
+    p("Agent loop overhead: one scripted model call + one async tool call per iteration\n")
+    p(f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs; ")
+    p(f"PostgreSQL {pg_version}\n")
+    p("; ".join(versions()) + "\n")
+    slow = f" ({plan.slow_reps_at_large} for peers at N={max(SIZES)})"
+    slow = slow if plan.slow_reps_at_large != plan.reps else ""
+    p(f"us/iter = median of {plan.reps} runs{slow} after {plan.warmups} warm-up(s), / N.")
+    p(" spread = (slowest - fastest) / median, worst N.\n\n")
+
+    by_label = {r.row.label: r for r in results}
+    verdict = {}
+    for passed, what, _, _ in target_checks(results):
+        label = what.partition(":")[0]
+        verdict[label] = verdict.get(label, True) and passed
+
+    headers = ["us per iteration", *(f"N={n}" for n in SIZES), "growth", "spread", "target"]
+    rows = []
+    for res in results:
+        if res.skipped:
+            rows.append([res.row.label, *("-" for _ in SIZES), "-", "-", "skipped"])
+            continue
+        growth = res.growth
+        target = ""
+        if res.row.target:
+            mark = "PASS" if verdict.get(res.row.label) else "FAIL"
+            target = f"{mark} <={TARGET_US[res.row.target]:g}us <={TARGET_GROWTH:g}x"
+        rows.append(
+            [
+                res.row.label,
+                *(fmt_us(res.us.get(n)) for n in SIZES),
+                f"{growth:.2f}x" if growth is not None else "-",
+                f"{max(res.spread.values()):.0%}",
+                target,
+            ]
+        )
+    p(table(headers, rows) + "\n")
+    for res in results:
+        if res.skipped:
+            p(f"  skipped {res.row.label}: {res.skipped}\n")
+
+    p("\n")
+    ratio_rows = []
+    for peer, ours in COMPARISONS:
+        a, b = by_label.get(peer), by_label.get(ours)
+        if a is None or b is None or a.skipped or b.skipped:
+            continue
+        cells = [f"{a.us[n] / b.us[n]:.1f}x" for n in SIZES]
+        ratio_rows.append([f"{peer} / {ours}", *cells])
+    if ratio_rows:
+        p(table(["peer / Tidemill, same N", *(f"N={n}" for n in SIZES)], ratio_rows) + "\n\n")
+
+    check_rows = [
+        ["PASS" if passed else "FAIL", what, goal, measured]
+        for passed, what, goal, measured in target_checks(results)
+    ]
+    if check_rows:
+        p(table(["", "Tidemill target", "goal", "measured"], check_rows, left=4) + "\n\n")
+    p(f"Every run checked (steps, tool results, final answer). Total time {elapsed:.0f} s.\n")
+    return out.getvalue()
+
+
+# -- profiling ---------------------------------------------------------------------------
+
+
+async def profile(backend: str, n: int, runs: int, top: int) -> str:
+    setups = {"memory": tidemill_memory, "sqlite": tidemill_sqlite, "postgres": tidemill_postgres}
+    async with setups[backend]() as make:
+        bench = await make(n)
+        try:
+            await time_runs(bench, n, 2, 0)
+            profiler = cProfile.Profile()
+            for _ in range(runs):
+                profiler.enable()
+                result = await bench.run()
+                profiler.disable()
+                bench.check(result)
+                await bench.reset(result)
+        finally:
+            await bench.aclose()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.strip_dirs().sort_stats("tottime").print_stats(top)
+    return (
+        f"cProfile of Tidemill ({backend}), {runs} runs of N={n}, by own time"
+        f" ({runs * n} iterations):\n{out.getvalue()}"
+    )
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+async def main(args: argparse.Namespace) -> int:
+    if args.profile:
+        print(await profile(args.profile, max(SIZES), args.profile_runs, args.top))
+        return 0
+    plan = (
+        Plan(warmups=1, reps=3, slow_reps_at_large=3)
+        if args.quick
+        else Plan(warmups=2, reps=args.reps, slow_reps_at_large=min(args.reps, 5))
+    )
+    try:
+        pg_version = await postgres_server_version(postgres_url())
+    except Skip:
+        pg_version = "unreachable"
+    started = time.perf_counter()
+    results = []
+    for row in ROWS:
+        if args.only and not any(word.lower() in row.label.lower() for word in args.only):
+            continue
+        print(f"  measuring {row.label} ...", file=sys.stderr, flush=True)
+        results.append(await measure(row, plan))
+    print(report(results, plan, time.perf_counter() - started, pg_version))
+    failed = [c for c in target_checks(results) if not c[0]]
+    return 1 if args.strict and failed else 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 runs after 1 warm-up")
+    parser.add_argument("--reps", type=int, default=7, help="timed runs per cell (default 7)")
+    parser.add_argument("--only", nargs="*", help="rows whose label contains any of these words")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--profile",
+        choices=("memory", "sqlite", "postgres"),
+        help=f"instead of the table, cProfile Tidemill at N={max(SIZES)} on this backend",
+    )
+    parser.add_argument("--profile-runs", type=int, default=20)
+    parser.add_argument("--top", type=int, default=25, help="profile lines to print")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse_args())))
