@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,11 +21,10 @@ BACKENDS = ["memory", "sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep real provider keys out of tests unless a test sets them itself."""
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    return
 
 
 @pytest.fixture
