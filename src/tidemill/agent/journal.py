@@ -158,7 +158,7 @@ class JournalRecord:
 ThreadStatus = Literal["new", "running", "paused", "finished", "failed"]
 """Where a thread stands: `running` also covers a run whose process died."""
 
-REJECTED_PREFIX = "The user rejected this call."
+_REJECTED = "The user rejected this call."
 
 
 @dataclass
@@ -319,7 +319,7 @@ class ThreadState:
             runs_as = call.model_copy(update={"arguments": decision.arguments}) if edited else call
             self.approved[call.id] = runs_as
             return
-        text = REJECTED_PREFIX + (f" Feedback: {decision.feedback}" if decision.feedback else "")
+        text = _REJECTED + (f" Feedback: {decision.feedback}" if decision.feedback else "")
         self._result(
             ToolResult(call_id=call.id, name=call.name, content=text, is_error=True), failed=False
         )

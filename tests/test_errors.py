@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import pytest
+
+from tidemill.errors import (
+    AgentInterrupt,
+    JournalConflict,
+    MaxIterationsExceeded,
+    MissingDependencyError,
+    TidemillError,
+    ToolArgumentsError,
+)
+from tidemill.types import AgentResponse, ToolCall
+
+
+def test_message_hint_and_context() -> None:
+    error = TidemillError("It broke.", hint="Fix it.", context={"n": 1})
+    assert str(error) == "It broke. Hint: Fix it."
+    assert (error.message, error.hint, error.context) == ("It broke.", "Fix it.", {"n": 1})
+    assert str(TidemillError("Plain.")) == "Plain."
+
+
+def test_missing_dependency_names_the_extra() -> None:
+    error = MissingDependencyError("psycopg", extra="postgres", feature="PostgreSQL")
+    assert "pip install 'tidemill[postgres]'" in str(error)
+    assert (error.package, error.extra) == ("psycopg", "postgres")
+
+
+def test_interrupt_lists_the_pending_calls() -> None:
+    call = ToolCall(id="c1", name="pay")
+    error = AgentInterrupt(thread_id="t", pending=[call])
+    assert "pay (c1)" in str(error) and "resume('t'" in str(error)
+    assert error.context == {"thread_id": "t", "pending": ["c1"]}
+
+
+def test_run_errors_carry_the_partial_response() -> None:
+    partial = AgentResponse(output=None, thread_id="t")
+    error = MaxIterationsExceeded(3, response=partial)
+    assert error.response is partial and error.limit == 3
+
+
+def test_journal_conflict_and_tool_arguments() -> None:
+    conflict = JournalConflict("t", 4)
+    assert (conflict.thread_id, conflict.expected_seq) == ("t", 4)
+    bad = ToolArgumentsError("add", ["a: required", "b: not an int"])
+    assert str(bad) == "Invalid arguments for tool 'add': a: required; b: not an int"
+
+
+def test_errors_are_catchable_by_the_base() -> None:
+    with pytest.raises(TidemillError):
+        raise JournalConflict("t", 0)
