@@ -494,7 +494,7 @@ class AgentRuntime:
                 continue
 
             calls = response.message.tool_calls
-            turn = ModelTurn.model_construct(response=response)
+            turn = ModelTurn(response=response)
             if not calls:
                 await writer.append(turn, RunFinished(output=response.message.content))
                 yield RunDone(response=_partial(writer))
@@ -524,7 +524,7 @@ class AgentRuntime:
         # Journal before effect: calls about to run are marked started in the
         # same write as the turn. Serially, only the first one.
         for call in runnable if self.parallel_tools else runnable[:1]:
-            events.append(ToolStarted.model_construct(call=call, attempt=1))
+            events.append(ToolStarted(call=call, attempt=1))
             started.add(call.id)
         return events
 
@@ -657,8 +657,9 @@ def _messages(prompt: Prompt) -> tuple[Message, ...]:
         return (Message.user(prompt),)
     if isinstance(prompt, Message):
         return (prompt,)
-    messages = tuple(prompt) if isinstance(prompt, Sequence) else ()
-    if not messages or not all(isinstance(m, Message) for m in messages):
+    items = list(prompt) if isinstance(prompt, Sequence) else []
+    messages = tuple(m for m in items if isinstance(m, Message))
+    if not messages or len(messages) != len(items):
         raise ConfigurationError(
             "A prompt is a string, a Message, or a non-empty sequence of Messages.",
             context={"type": type(prompt).__name__},

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Literal, assert_never
+from typing import Annotated, Literal, NamedTuple, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
@@ -145,8 +145,7 @@ JOURNAL_EVENT: TypeAdapter[JournalEvent] = TypeAdapter(JournalEvent)
 """Validates and serialises journal events: `JOURNAL_EVENT.validate_json(text)`."""
 
 
-@dataclass(frozen=True, slots=True)
-class JournalRecord:
+class JournalRecord(NamedTuple):
     """A stored event: its position in the thread and when it was written."""
 
     seq: int
@@ -182,8 +181,6 @@ class ThreadState:
     """The current or last run."""
     steps: list[AgentStep] = field(default_factory=list)
     """The current or last run's steps."""
-    usage: Usage = field(default_factory=Usage)
-    """The current or last run's usage, across resumes."""
     iterations: int = 0
     """Model turns in the current run, corrections included."""
     corrections: int = 0
@@ -205,37 +202,43 @@ class ThreadState:
 
     def apply(self, seq: int, event: JournalEvent) -> None:
         """Fold one event into the state."""
+        # Dispatch on the tag, most frequent first: cheaper than isinstance on models.
         self.seq = seq
-        if isinstance(event, UserInput):
-            self._start(event)
-        elif isinstance(event, ModelTurn):
+        if event.kind == "tool_finished":
+            self._result(event.result, failed=event.result.is_error)
+        elif event.kind == "model_response":
             self._model_turn(event.response)
-        elif isinstance(event, Correction):
+        elif event.kind == "tool_started":
+            self.attempts[event.call.id] = event.attempt
+        elif event.kind == "user_message":
+            self._start(event)
+        elif event.kind == "correction":
             self.iterations += 1
             self.corrections += 1
             self.last_error = event.error
             self.messages.append(Message.user(event.feedback))
             self.steps.append(AgentStep(index=len(self.steps), note=f"[recovered] {event.error}"))
-        elif isinstance(event, ToolStarted):
-            self.attempts[event.call.id] = event.attempt
-        elif isinstance(event, ToolFinished):
-            self._result(event.result, failed=event.result.is_error)
-        elif isinstance(event, ApprovalRequested):
+        elif event.kind == "approval_requested":
             self.status = "paused"
             for call in event.calls:
                 self.pending[call.id] = call
-        elif isinstance(event, ApprovalDecided):
+        elif event.kind == "approval_decided":
             self._decided(event)
-        elif isinstance(event, RunFinished):
+        elif event.kind == "finished":
             self.status, self.output = "finished", event.output
-        elif isinstance(event, RunFailed):
+        elif event.kind == "failed":
             self.status, self.error = "failed", event.message
         else:
             assert_never(event)
 
+    @property
+    def usage(self) -> Usage:
+        """The current or last run's usage, across resumes."""
+        return Usage.total(step.usage for step in self.steps)
+
     def response(self, *, latency_ms: float = 0.0) -> AgentResponse:
         """The current or last run, as an `AgentResponse`."""
-        return AgentResponse.model_construct(
+        return AgentResponse(
             schema_version=1,
             output=self.output,
             messages=list(self.messages),
@@ -249,7 +252,7 @@ class ThreadState:
     def _start(self, event: UserInput) -> None:
         self.status, self.run_id = "running", event.run_id
         self.messages.extend(event.messages)
-        self.steps, self.usage = [], Usage()
+        self.steps = []
         self.iterations = self.corrections = 0
         self.output = self.error = self.last_error = None
         self._step_of.clear()
@@ -266,7 +269,6 @@ class ThreadState:
         )
         self.steps.append(step)
         self.messages.append(message)
-        self.usage = self.usage + response.usage
         self.iterations += 1
         self.open_calls = {call.id: call for call in message.tool_calls}
         self.pending, self.approved, self.attempts = {}, {}, {}

@@ -146,7 +146,7 @@ class ScriptedModel(Model):
             if isinstance(answer, Message)
             else Message.assistant(answer, tool_calls=tuple(calls))
         )
-        usage = Usage.model_construct(
+        usage = Usage(
             requests=1,
             input_tokens=self._input_tokens(request.messages),
             output_tokens=_estimate(message),
@@ -154,7 +154,7 @@ class ScriptedModel(Model):
             cache_write_tokens=0,
             reasoning_tokens=0,
         )
-        return ModelResponse.model_construct(
+        return ModelResponse(
             message=message,
             usage=usage,
             finish_reason="tool_calls" if message.tool_calls else "stop",

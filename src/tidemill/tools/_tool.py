@@ -88,6 +88,7 @@ class Tool:
         self.parameters: dict[str, JsonValue] = schema
         self.requires_approval = requires_approval
         self._function = function
+        self._is_async = function is not None and _is_async(function)
         self._validator: jsonschema.protocols.Validator | None = None
         self.definition = ToolDefinition(
             name=name, description=description, parameters=self.parameters
@@ -117,7 +118,7 @@ class Tool:
         Override this in a subclass for tools that are not a single function.
         """
         assert self._function is not None  # guaranteed by __init__
-        return await _invoke(self._function, arguments)
+        return await _invoke(self._function, arguments, is_async=self._is_async)
 
     def render(self, value: object) -> str:
         """Turn the tool's return value into the text the model sees."""
@@ -146,6 +147,7 @@ class FunctionTool(Tool, Generic[P, R]):
         tool_name = name or str(getattr(function, "__name__", ""))
         doc = parse_docstring(inspect.getdoc(function))
         self._args_model, self._context_param = _arguments_model(function, tool_name, doc.params)
+        self._fields = tuple(self._args_model.model_fields)
         schema = _clean_schema(self._args_model.model_json_schema())
         super().__init__(
             function,
@@ -171,13 +173,13 @@ class FunctionTool(Tool, Generic[P, R]):
                     for e in exc.errors(include_url=False)
                 ],
             ) from None
-        return {field: getattr(model, field) for field in type(model).model_fields}
+        return {field: getattr(model, field) for field in self._fields}
 
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """Call the function, adding the `ToolContext` if it asks for one."""
         if self._context_param is not None:
             arguments = {**arguments, self._context_param: context}
-        return await _invoke(self._wrapped, arguments)
+        return await _invoke(self._wrapped, arguments, is_async=self._is_async)
 
 
 def render_result(value: object) -> str:
@@ -195,9 +197,14 @@ def render_result(value: object) -> str:
         return repr(value)
 
 
-async def _invoke(function: Callable[..., object], arguments: dict[str, Any]) -> object:
-    if _is_async(function):
-        return await cast(Callable[..., Awaitable[object]], function)(**arguments)
+_AsyncFunction = Callable[..., Awaitable[object]]
+
+
+async def _invoke(
+    function: Callable[..., object], arguments: dict[str, Any], *, is_async: bool
+) -> object:
+    if is_async:
+        return await cast(_AsyncFunction, function)(**arguments)
     return await asyncio.to_thread(function, **arguments)
 
 
@@ -214,7 +221,7 @@ def _arguments_model(
     try:
         signature = inspect.signature(function)
         # A callable object's hints live on its __call__.
-        hinted = function if inspect.isroutine(function) else function.__call__
+        hinted = function if inspect.isroutine(function) else type(function).__call__
         hints = get_type_hints(hinted)
     except (TypeError, ValueError, NameError) as exc:
         raise ConfigurationError(

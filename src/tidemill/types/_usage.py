@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["Usage"]
@@ -39,11 +41,29 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage.model_construct(
-            requests=self.requests + other.requests,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        return Usage.total((self, other))
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """Sum many usages at once.
+
+        Example:
+            >>> Usage.total([Usage(requests=1), Usage(requests=2)]).requests
+            3
+        """
+        requests = input_tokens = output_tokens = cache_read = cache_write = reasoning = 0
+        for usage in usages:
+            requests += usage.requests
+            input_tokens += usage.input_tokens
+            output_tokens += usage.output_tokens
+            cache_read += usage.cache_read_tokens
+            cache_write += usage.cache_write_tokens
+            reasoning += usage.reasoning_tokens
+        return cls(
+            requests=requests,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            reasoning_tokens=reasoning,
         )
