@@ -44,6 +44,8 @@ class ScriptedModel(Model):
         strict: Raise `ScriptExhausted` when asked for more turns than
             scripted. Otherwise the last text is repeated, with no tool calls.
         model_name: The name it reports.
+        record: Keep every request in `requests`. Turn it off for long
+            benchmark loops, where the kept transcripts add up.
 
     Example:
         >>> import asyncio
@@ -68,6 +70,7 @@ class ScriptedModel(Model):
         handler: Handler | None = None,
         strict: bool = False,
         model_name: str = "scripted",
+        record: bool = True,
     ) -> None:
         if handler is not None and (responses or tool_calls):
             raise ConfigurationError(
@@ -79,8 +82,9 @@ class ScriptedModel(Model):
         self.handler = handler
         self.strict = strict
         self.model_name = model_name
+        self.record = record
         self.requests: list[ModelRequest] = []
-        """Every request received, in order."""
+        """Every request received, in order (when `record` is on)."""
         self._turn = 0
         # Running input-token estimate, so counting stays O(new messages).
         self._counted = 0
@@ -94,7 +98,8 @@ class ScriptedModel(Model):
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Answer from the script or the handler."""
-        self.requests.append(request)
+        if self.record:
+            self.requests.append(request)
         turn = self._turn
         self._turn += 1
         if self.handler is not None:

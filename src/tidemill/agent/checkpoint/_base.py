@@ -63,14 +63,15 @@ class Checkpointer(Protocol):
         ...
 
 
-def encode_event(event: JournalEvent) -> str:
-    """Serialise one event as JSON text.
+def encode_event(event: JournalEvent) -> bytes:
+    """Serialise one event as JSON.
 
     Raises:
         SerializationError: When the event holds something JSON cannot carry.
     """
     try:
-        return JOURNAL_EVENT.dump_json(event).decode()
+        # The event's own serializer: a third of the cost of going through the union.
+        return event.__pydantic_serializer__.to_json(event)
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
         raise SerializationError(
             f"A {event.kind!r} event cannot be stored as JSON: {exc}",

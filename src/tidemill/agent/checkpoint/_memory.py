@@ -6,6 +6,7 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from tidemill.agent.checkpoint._base import decode_event, encode_event
 from tidemill.agent.journal import JournalEvent, JournalRecord
 from tidemill.errors import JournalConflict
 
@@ -17,6 +18,9 @@ class MemoryCheckpointer:
 
     The default when an agent has no checkpointer, so approval pauses work
     out of the box within one process. Safe to share between threads.
+    Events are kept as JSON, as the durable backends keep them: what works
+    here works there, and a long-lived process holds bytes, not object graphs
+    the garbage collector has to walk.
 
     Example:
         >>> import asyncio
@@ -29,12 +33,13 @@ class MemoryCheckpointer:
     """
 
     def __init__(self) -> None:
-        self._journals: dict[str, list[JournalRecord]] = {}
+        self._journals: dict[str, list[tuple[bytes, datetime]]] = {}
         self._lock = threading.Lock()
 
     async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
         """Append `events` after entry `after`; see `Checkpointer.append`."""
         now = datetime.now(UTC)
+        rows = [(encode_event(event), now) for event in events]
         with self._lock:
             journal = self._journals.get(thread_id)
             if journal is None:
@@ -43,14 +48,17 @@ class MemoryCheckpointer:
                 journal = self._journals[thread_id] = []
             elif len(journal) != after:
                 raise JournalConflict(thread_id, after)
-            for offset, event in enumerate(events, start=after + 1):
-                journal.append(JournalRecord(offset, event, now))
+            journal.extend(rows)
             return len(journal)
 
     async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
         """Return the records after `after`, in order."""
         with self._lock:
-            return self._journals.get(thread_id, [])[after:]
+            rows = self._journals.get(thread_id, [])[after:]
+        return [
+            JournalRecord(seq, decode_event(payload, thread_id=thread_id, seq=seq), created)
+            for seq, (payload, created) in enumerate(rows, start=after + 1)
+        ]
 
     async def threads(self) -> list[str]:
         """Return the known thread ids, sorted."""
@@ -66,7 +74,7 @@ class MemoryCheckpointer:
         """Drop threads whose newest record is older than `older_than`."""
         limit = datetime.now(UTC) - older_than
         with self._lock:
-            old = [t for t, j in self._journals.items() if j and j[-1].created_at < limit]
+            old = [t for t, j in self._journals.items() if j and j[-1][1] < limit]
             for thread_id in old:
                 del self._journals[thread_id]
             return len(old)

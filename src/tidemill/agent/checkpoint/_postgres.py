@@ -119,7 +119,7 @@ class PostgresCheckpointer:
             "seqs": list(range(after + 1, after + 1 + len(events))),
             "kinds": [e.kind for e in events],
             "versions": [e.schema_version for e in events],
-            "payloads": [encode_event(e) for e in events],
+            "payloads": [encode_event(e).decode() for e in events],
         }
         connection = await self._connection()
         try:

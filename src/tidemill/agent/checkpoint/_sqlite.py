@@ -88,7 +88,7 @@ class SQLiteCheckpointer:
             return after
         now = time.time()
         rows = [
-            (thread_id, after + i, e.kind, e.schema_version, encode_event(e), now)
+            (thread_id, after + i, e.kind, e.schema_version, encode_event(e).decode(), now)
             for i, e in enumerate(events, start=1)
         ]
         with self._transaction(write=True) as db:
