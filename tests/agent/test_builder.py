@@ -163,3 +163,19 @@ def test_max_iterations_partial_response() -> None:
 def test_top_level_names() -> None:
     assert tidemill.agent is agent
     assert isinstance(tidemill.__version__, str)
+
+
+async def test_close_releases_what_the_builder_made_and_nothing_else(tmp_path: Path) -> None:
+    made = agent().llm("fake", responses=["a"]).checkpoint("sqlite", path=tmp_path / "m.db")
+    await made.arun("x", thread_id="t")
+    checkpointer = made.build().checkpointer
+    await made.aclose()
+    with pytest.raises(ConfigurationError, match="was closed"):
+        await checkpointer.read("t")
+
+    mine = SQLiteCheckpointer(tmp_path / "mine.db")
+    given = agent().llm("fake", responses=["b"]).checkpoint(mine)
+    await given.arun("y", thread_id="t")
+    await given.aclose()
+    assert len(await mine.read("t")) == 3  # still open
+    await mine.aclose()

@@ -355,11 +355,17 @@ class AgentBuilder:
         return self.build().describe()
 
     async def aclose(self) -> None:
-        """Close the components this builder created from strings."""
+        """Close the components this builder created from strings.
+
+        Objects passed in (a `Model`, a `Checkpointer`) stay open; they are
+        the caller's to close.
+        """
         owned, self._owned = self._owned, []
         for component in owned:
             await component.aclose()
-        self._runtime = None
+        if self._runtime is not None:
+            self._runtime.close()
+            self._runtime = None
 
     def close(self) -> None:
         """Blocking `aclose`; also stops the thread behind the blocking methods."""

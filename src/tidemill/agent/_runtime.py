@@ -392,13 +392,12 @@ class AgentRuntime:
             "checkpointer": type(self.checkpointer).__name__,
         }
 
-    async def aclose(self) -> None:
-        """Release the model's connections."""
-        await self.model.aclose()
-
     def close(self) -> None:
-        """Blocking `aclose`; also stops the thread behind the blocking methods."""
-        self._sync.run(self.aclose())
+        """Stop the thread behind the blocking methods.
+
+        The model and checkpointer were passed in, so they stay open: close
+        them where they were made (`AgentBuilder.close` closes the ones it made).
+        """
         self._sync.close()
 
     # -- the loop ----------------------------------------------------------------

@@ -161,12 +161,17 @@ class PostgresCheckpointer:
         return len({row[0] for row in rows})
 
     async def aclose(self) -> None:
-        """Close the connections this checkpointer opened."""
+        """Close the connections this checkpointer opened, on every event loop."""
         self._closed = True
-        connections = list(self._connections.values())
+        here = asyncio.get_running_loop()
+        connections = list(self._connections.items())
         self._connections.clear()
-        for connection in connections:
-            await connection.close()
+        for loop, connection in connections:
+            if loop is here:
+                await connection.close()
+            else:
+                # Opened on another loop, which may be gone: close the socket directly.
+                connection.pgconn.finish()
 
     async def drop_schema(self) -> None:
         """Drop the whole schema: for tests that made one of their own."""
