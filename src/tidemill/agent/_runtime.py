@@ -13,7 +13,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import aclosing
 from typing import Unpack
 
 from pydantic import JsonValue
@@ -428,13 +436,14 @@ class AgentRuntime:
         self, writer: ThreadWriter, max_iterations: int | None, settings: ModelSettings
     ) -> AgentResponse:
         budget = self._budget(max_iterations)
-        async for event in self._drive(writer, budget, settings, streaming=False):
-            if isinstance(event, RunDone):
-                return event.response
-            if isinstance(event, ApprovalRequired):
-                raise AgentInterrupt(
-                    thread_id=writer.thread_id, pending=event.calls, response=_partial(writer)
-                )
+        async with aclosing(self._drive(writer, budget, settings, streaming=False)) as events:
+            async for event in events:
+                if event.type == "done":
+                    return event.response
+                if event.type == "approval_required":
+                    raise AgentInterrupt(
+                        thread_id=writer.thread_id, pending=event.calls, response=_partial(writer)
+                    )
         raise AssertionError("the loop ended without an outcome")  # pragma: no cover
 
     def _budget(self, max_iterations: int | None) -> int:
@@ -446,7 +455,7 @@ class AgentRuntime:
 
     async def _drive(
         self, writer: ThreadWriter, budget: int, settings: ModelSettings, *, streaming: bool
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         state = writer.state
         started: set[str] = set()
         while True:
