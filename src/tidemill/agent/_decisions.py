@@ -57,7 +57,8 @@ def decision_events(
     unknown = [cid for cid in decisions if cid not in state.pending]
     if unknown:
         raise ApprovalError(
-            f"No pending call has the id {', '.join(map(repr, unknown))}.",
+            f"No pending call has the id {', '.join(map(repr, unknown))} "
+            "(it may have been decided already).",
             hint="Decide the pending calls: "
             + ", ".join(f"{c.name} ({cid})" for cid, c in state.pending.items()),
             context={"unknown": unknown, "pending": list(state.pending)},

@@ -76,6 +76,8 @@ __all__ = ["AgentRuntime", "Prompt"]
 
 _log = logging.getLogger("tidemill.agent")
 
+_DECISION_ATTEMPTS = 3
+
 Prompt = str | Message | Sequence[Message]
 """What a run starts from: a user's text, one message, or a transcript."""
 
@@ -297,19 +299,26 @@ class AgentRuntime:
             >>> resumed.output
             'Deployed.'
         """
-        writer = ThreadWriter(self.checkpointer, await load_state(self.checkpointer, thread_id))
-        state = writer.state
         if decisions is not None and approved is not None:
             raise ApprovalError(
                 "Pass decisions= or approved=, not both.",
                 hint="decisions= decides calls one by one; approved= decides them all.",
             )
-        if approved is not None:
-            decisions = decisions_from_flags(
-                state, approved=approved, feedback=feedback, edited_arguments=edited_arguments
-            )
-        if decisions is not None:
-            await writer.append(*decision_events(state, decisions, self.tools))
+        writer = await self._decide(
+            thread_id, decisions, approved, feedback=feedback, edited_arguments=edited_arguments
+        )
+        state = writer.state
+        if decisions is not None or approved is not None:
+            in_flight = [state.open_calls[c] for c in state.attempts if c in state.open_calls]
+            if in_flight and not retry_in_flight:
+                raise ThreadBusy(
+                    "The decisions were recorded; "
+                    + ", ".join(f"{c.name} ({c.id})" for c in in_flight)
+                    + " is still running in another process, which will carry the run on.",
+                    hint="Wait for that process; if it died, resume(thread_id, "
+                    "retry_in_flight=True) runs the unfinished call again.",
+                    context={"thread_id": thread_id, "calls": [c.id for c in in_flight]},
+                )
         elif state.status == "paused":
             raise ApprovalError(
                 f"Thread {thread_id!r} is waiting for decisions on "
@@ -326,6 +335,44 @@ class AgentRuntime:
             )
         writer.retry_in_flight = retry_in_flight
         return await self._complete(writer, max_iterations, settings)
+
+    async def _decide(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None,
+        approved: bool | None,
+        *,
+        feedback: str,
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None,
+    ) -> ThreadWriter:
+        """Load the thread and record the decisions, if any, re-reading after a lost race.
+
+        A retry re-checks the decisions against the new state, so a call that
+        someone else decided meanwhile is refused, never decided twice.
+        """
+        for attempt in range(_DECISION_ATTEMPTS):
+            writer = ThreadWriter(self.checkpointer, await load_state(self.checkpointer, thread_id))
+            if decisions is None and approved is None:
+                return writer
+            chosen = (
+                decisions_from_flags(
+                    writer.state,
+                    approved=approved,
+                    feedback=feedback,
+                    edited_arguments=edited_arguments,
+                )
+                if approved is not None
+                else decisions
+            )
+            assert chosen is not None
+            try:
+                await writer.append(*decision_events(writer.state, chosen, self.tools))
+            except ThreadBusy:
+                if attempt + 1 == _DECISION_ATTEMPTS:
+                    raise
+                continue
+            return writer
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def resume(
         self,
@@ -465,13 +512,14 @@ class AgentRuntime:
                     for cid, call in state.open_calls.items()
                     if cid not in state.pending
                 ]
-                async for event in self._act(writer, runnable, started, streaming=streaming):
-                    yield event
-                if state.pending:
+                if not runnable:
                     yield ApprovalRequired(
                         thread_id=writer.thread_id, calls=tuple(state.pending.values())
                     )
                     return
+                async for event in self._act(writer, runnable, started, streaming=streaming):
+                    yield event
+                continue  # decisions may have arrived meanwhile
             if state.corrections > self.tool_call_retries:
                 detail = state.last_error or "unknown error"
                 await writer.append(RunFailed(reason="tool_call_retries", message=detail))

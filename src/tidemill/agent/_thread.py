@@ -46,20 +46,32 @@ class ThreadWriter:
     async def append(self, *events: JournalEvent) -> None:
         """Append `events` in one write, then fold them into `state`.
 
+        When the append loses a race only to approval decisions (a person
+        deciding other pending calls while this process runs some), those are
+        folded in and the append is retried after them: a finished call's
+        result is never dropped because somebody decided another call.
+
         Raises:
-            ThreadBusy: When another writer appended to the thread first.
+            ThreadBusy: When another writer did anything else to the thread.
         """
         async with self._lock:
-            after = self.state.seq
-            try:
-                await self.checkpointer.append(self.thread_id, events, after=after)
-            except JournalConflict as exc:
-                raise ThreadBusy(
-                    f"Thread {self.thread_id!r} was changed by another process "
-                    f"while this one was working on it.",
-                    hint="Another resume or run owns it now; read its state() to see where it is.",
-                    context={"thread_id": self.thread_id, "seq": after},
-                ) from exc
+            while True:
+                after = self.state.seq
+                try:
+                    await self.checkpointer.append(self.thread_id, events, after=after)
+                    break
+                except JournalConflict as exc:
+                    newer = await self.checkpointer.read(self.thread_id, after=after)
+                    if not newer or any(r.event.kind != "approval_decided" for r in newer):
+                        raise ThreadBusy(
+                            f"Thread {self.thread_id!r} was changed by another process "
+                            "while this one was working on it.",
+                            hint="Another resume or run owns it now; "
+                            "read its state() to see where it is.",
+                            context={"thread_id": self.thread_id, "seq": after},
+                        ) from exc
+                    for record in newer:
+                        self.state.apply(record.seq, record.event)
             for offset, event in enumerate(events, start=after + 1):
                 self.state.apply(offset, event)
 

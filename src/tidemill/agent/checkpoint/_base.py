@@ -87,22 +87,30 @@ def decode_event(payload: str | bytes, *, thread_id: str, seq: int) -> JournalEv
             by a newer version of the journal format.
     """
     try:
-        return JOURNAL_EVENT.validate_json(payload)
+        event = JOURNAL_EVENT.validate_json(payload)
     except pydantic.ValidationError as exc:
         version = _version_of(payload)
         if version is not None and version > SCHEMA_VERSION:
-            raise SerializationError(
-                f"Entry {seq} of thread {thread_id!r} uses journal format {version}; "
-                f"this version of Tidemill reads up to {SCHEMA_VERSION}.",
-                hint="Upgrade tidemill in this process.",
-                context={"thread_id": thread_id, "seq": seq},
-            ) from exc
+            raise _newer(version, thread_id=thread_id, seq=seq) from exc
         raise SerializationError(
             f"Entry {seq} of thread {thread_id!r} is not a valid journal event: "
             f"{exc.error_count()} problem(s), first: {exc.errors()[0]['msg']}",
             hint="The journal was written by something other than Tidemill, or damaged.",
             context={"thread_id": thread_id, "seq": seq},
         ) from exc
+    if event.schema_version > SCHEMA_VERSION:
+        # A newer format may mean something else by fields that happen to validate.
+        raise _newer(event.schema_version, thread_id=thread_id, seq=seq)
+    return event
+
+
+def _newer(version: int, *, thread_id: str, seq: int) -> SerializationError:
+    return SerializationError(
+        f"Entry {seq} of thread {thread_id!r} uses journal format {version}; "
+        f"this version of Tidemill reads up to {SCHEMA_VERSION}.",
+        hint="Upgrade tidemill in this process.",
+        context={"thread_id": thread_id, "seq": seq},
+    )
 
 
 def _version_of(payload: str | bytes) -> int | None:

@@ -38,6 +38,8 @@ class MemoryCheckpointer:
 
     async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
         """Append `events` after entry `after`; see `Checkpointer.append`."""
+        if not events:
+            return after
         now = datetime.now(UTC)
         rows = [(encode_event(event), now) for event in events]
         with self._lock:

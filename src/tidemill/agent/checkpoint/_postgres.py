@@ -37,7 +37,7 @@ def _queries(schema: str) -> dict[str, str]:
                 seq            integer     NOT NULL,
                 kind           text        NOT NULL,
                 schema_version integer     NOT NULL,
-                payload        jsonb       NOT NULL,
+                payload        json        NOT NULL,
                 created_at     timestamptz NOT NULL DEFAULT now(),
                 PRIMARY KEY (thread_id, seq)
             );
@@ -47,7 +47,7 @@ def _queries(schema: str) -> dict[str, str]:
         # rejects a second writer racing for the same seqs.
         "append": f"""
             INSERT INTO {table} (thread_id, seq, kind, schema_version, payload)
-            SELECT %(thread)s, e.seq, e.kind, e.version, e.payload::jsonb
+            SELECT %(thread)s, e.seq, e.kind, e.version, e.payload::json
             FROM unnest(%(seqs)s::integer[], %(kinds)s::text[], %(versions)s::integer[],
                         %(payloads)s::text[]) AS e(seq, kind, version, payload)
             WHERE (%(after)s = 0 AND NOT EXISTS (
@@ -58,7 +58,10 @@ def _queries(schema: str) -> dict[str, str]:
             SELECT seq, payload::text, created_at FROM {table}
             WHERE thread_id = %s AND seq > %s ORDER BY seq
         """,
-        "threads": f"SELECT DISTINCT thread_id FROM {table} ORDER BY thread_id",
+        # Code-point order whatever the database's collation, as the other backends sort.
+        "threads": (
+            f'SELECT thread_id FROM {table} GROUP BY thread_id ORDER BY thread_id COLLATE "C"'
+        ),
         "delete": f"DELETE FROM {table} WHERE thread_id = %s",
         "prune": f"""
             DELETE FROM {table} WHERE thread_id IN (
@@ -104,6 +107,9 @@ class PostgresCheckpointer:
         self._connections: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, psycopg.AsyncConnection[Any]
         ] = weakref.WeakKeyDictionary()
+        self._connecting: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
         self._ready = False
         self._closed = False
 
@@ -193,7 +199,6 @@ class PostgresCheckpointer:
             raise self._failure(exc, connection) from exc
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
-        import psycopg
 
         if self._closed:
             raise ConfigurationError(
@@ -203,16 +208,33 @@ class PostgresCheckpointer:
         connection = self._connections.get(loop)
         if connection is not None and not connection.closed:
             return connection
+        # Tasks of one loop wait for a single connect instead of each opening one.
+        lock = self._connecting.setdefault(loop, asyncio.Lock())
+        async with lock:
+            connection = self._connections.get(loop)
+            if connection is not None and not connection.closed:
+                return connection
+            connection = await self._connect()
+            self._connections[loop] = connection
+        # A loop that ends (asyncio.run, a worker thread) takes its connection with it.
+        weakref.finalize(loop, connection.pgconn.finish)
+        return connection
+
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+        import psycopg
+
+        connection: psycopg.AsyncConnection[Any] | None = None
         try:
             connection = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
             if not self._ready:
                 await self._setup(connection)
         except psycopg.Error as exc:
+            if connection is not None:
+                await connection.close()
             raise SerializationError(
                 f"Cannot reach the journal database: {exc}",
                 hint="Check the URL, that PostgreSQL is running and accepts this user.",
             ) from exc
-        self._connections[loop] = connection
         return connection
 
     async def _setup(self, connection: psycopg.AsyncConnection[Any]) -> None:
@@ -224,8 +246,13 @@ class PostgresCheckpointer:
         self._ready = True
 
     def _failure(self, exc: Exception, connection: psycopg.AsyncConnection[Any]) -> Exception:
+        hint = (
+            "The connection was lost and nothing was written; retry once the database is reachable."
+            if connection.closed
+            else "PostgreSQL refused the statement and nothing was written."
+        )
         return SerializationError(
             f"The journal database failed: {exc}",
-            hint="The write did not happen; retry once the database is reachable.",
-            context={"schema": self.schema, "connection_closed": connection.closed},
+            hint=hint,
+            context={"schema": self.schema, "connection_closed": bool(connection.closed)},
         )
