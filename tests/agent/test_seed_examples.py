@@ -78,3 +78,14 @@ def test_sqlite_checkpointer_survives_a_new_instance() -> None:
     db = pathlib.Path(tempfile.mkdtemp()) / "state.db"
     asyncio.run(SQLiteCheckpointer(db).append("t", [RunFinished(output=7)], after=0))
     assert asyncio.run(SQLiteCheckpointer(db).read("t"))[0].event.output == 7  # type: ignore[union-attr]
+
+
+def test_llm_accepts_a_bare_model_id_and_provider_options() -> None:
+    # The seed's `.llm("gpt-4o-mini", temperature=0)`, with a key given
+    # explicitly since tests never read real credentials.
+    from tidemill.llm import OpenAIChatModel
+
+    model = agent().llm("gpt-4o-mini", temperature=0, api_key="sk-test").build().model
+    assert isinstance(model, OpenAIChatModel)
+    assert (model.provider, model.model_name) == ("openai", "gpt-4o-mini")
+    assert model.settings == {"temperature": 0}

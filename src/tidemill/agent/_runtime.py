@@ -62,7 +62,6 @@ from tidemill.types import (
     Decision,
     Message,
     ModelResponse,
-    ResponseDone,
     RunDone,
     StreamEvent,
     TextDelta,
@@ -536,10 +535,11 @@ class AgentRuntime:
             try:
                 if streaming:
                     response: ModelResponse | None = None
-                    async for chunk in self.model.stream(request):
-                        if isinstance(chunk, ResponseDone):
-                            response = chunk.response
-                        yield chunk
+                    async with aclosing(self.model.stream(request)) as chunks:
+                        async for chunk in chunks:
+                            if chunk.type == "response":
+                                response = chunk.response
+                            yield chunk
                     if response is None:
                         raise AgentError("The model's stream ended without its final response.")
                 else:

@@ -11,6 +11,10 @@ from tidemill.errors import JournalConflict, ThreadBusy
 
 __all__ = ["ThreadWriter", "load_state"]
 
+# Only the effects of calls already admitted move past others' decisions; a
+# decision itself must be checked again against the new state by its caller.
+_REBASABLE = frozenset({"tool_started", "tool_finished"})
+
 
 async def load_state(checkpointer: Checkpointer, thread_id: str) -> ThreadState:
     """Rebuild a thread's state from its journal."""
@@ -46,10 +50,10 @@ class ThreadWriter:
     async def append(self, *events: JournalEvent) -> None:
         """Append `events` in one write, then fold them into `state`.
 
-        When the append loses a race only to approval decisions (a person
-        deciding other pending calls while this process runs some), those are
-        folded in and the append is retried after them: a finished call's
-        result is never dropped because somebody decided another call.
+        When a tool's start or result loses a race only to approval decisions
+        (a person deciding other pending calls while this process runs some),
+        those are folded in and the append is retried after them: a finished
+        call's result is never dropped because somebody decided another call.
 
         Raises:
             ThreadBusy: When another writer did anything else to the thread.
@@ -62,7 +66,11 @@ class ThreadWriter:
                     break
                 except JournalConflict as exc:
                     newer = await self.checkpointer.read(self.thread_id, after=after)
-                    if not newer or any(r.event.kind != "approval_decided" for r in newer):
+                    if (
+                        not newer
+                        or any(e.kind not in _REBASABLE for e in events)
+                        or any(r.event.kind != "approval_decided" for r in newer)
+                    ):
                         raise ThreadBusy(
                             f"Thread {self.thread_id!r} was changed by another process "
                             "while this one was working on it.",

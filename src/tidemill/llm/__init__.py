@@ -1,23 +1,54 @@
 """The provider layer: one `Model` interface over every LLM vendor.
 
-This version ships the offline `ScriptedModel`; spec strings for the real
-providers parse, and their adapters come with the provider layer.
+Spec strings become models at the edge (`resolve_model("openai:gpt-4o-mini")`);
+each HTTP adapter speaks one wire format directly with `httpx`:
+
+- `OpenAIChatModel`: OpenAI Chat Completions, and the OpenAI-compatible
+  vendors through an `OpenAIDialect` (Mistral, DeepSeek, Groq, Together,
+  OpenRouter, Ollama, vLLM, any base URL);
+- `AnthropicModel`: the Anthropic Messages API;
+- `ScriptedModel`: offline and deterministic, for tests and demos.
+
+Who owns what: `_http` (retries, deadlines, typed errors) and `_sse` (event
+stream decoding) are shared plumbing; `_credentials` resolves keys and base
+URLs; each adapter is a request builder (`_openai_chat`, `_anthropic`) plus a
+response/stream parser (`_openai_stream`, `_anthropic_stream`) over the
+shared `HttpModel` core (`_adapter`).
 """
 
+from tidemill.llm._adapter import HttpCall, HttpModel, StreamParser
+from tidemill.llm._anthropic import AnthropicModel
+from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._model import Model, ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._openai_chat import OpenAIChatModel
+from tidemill.llm._openai_dialects import DIALECTS, OpenAIDialect
+from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._scripted import Answer, Handler, ScriptedModel
 from tidemill.llm._spec import KNOWN_PROVIDERS, ModelSpec, parse_model_spec, resolve_model
+from tidemill.llm._sse import ServerSentEvent, SSEDecoder
 
 __all__ = [
+    "DIALECTS",
     "KNOWN_PROVIDERS",
     "Answer",
+    "AnthropicModel",
+    "CredentialSource",
+    "Credentials",
     "Handler",
+    "HttpCall",
+    "HttpModel",
     "Model",
     "ModelRequest",
     "ModelSettings",
     "ModelSpec",
     "ModelStreamEvent",
+    "OpenAIChatModel",
+    "OpenAIDialect",
+    "RetryPolicy",
+    "SSEDecoder",
     "ScriptedModel",
+    "ServerSentEvent",
+    "StreamParser",
     "parse_model_spec",
     "resolve_model",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -65,7 +65,7 @@ class Model(ABC):
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Make one model call and return the whole response."""
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """Make one model call, yielding events as they arrive, `ResponseDone` last."""
         response = await self.request(request)
         if response.message.content:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
 from pydantic import JsonValue
 
@@ -116,7 +116,7 @@ class ScriptedModel(Model):
         calls = self.tool_calls[turn] if turn < len(self.tool_calls) else ()
         return self._response(text, calls, request)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelStreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """Answer as `request` does, streaming the text word by word."""
         response = await self.request(request)
         text = response.message.content

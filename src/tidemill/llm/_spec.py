@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import difflib
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tidemill.errors import ConfigurationError
-from tidemill.llm._model import Model
+from tidemill.llm._anthropic import AnthropicModel
+from tidemill.llm._model import Model, ModelSettings
+from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._scripted import ScriptedModel
 
-__all__ = ["KNOWN_PROVIDERS", "ModelSpec", "parse_model_spec", "resolve_model"]
+__all__ = ["KNOWN_PROVIDERS", "OPENAI_COMPATIBLE", "ModelSpec", "parse_model_spec", "resolve_model"]
 
 KNOWN_PROVIDERS: frozenset[str] = frozenset(
     {
@@ -95,13 +99,24 @@ def parse_model_spec(spec: str) -> ModelSpec:
 def resolve_model(spec: str | Model, **config: Any) -> Model:
     """Turn a spec string and its options into a `Model`; pass a `Model` through.
 
+    `openai:`, `anthropic:` and the OpenAI-compatible vendors (`mistral:`,
+    `deepseek:`, `groq:`, `together:`, `openrouter:`, `ollama:`, `vllm:`,
+    `openai-compatible:`) give HTTP adapters; options are passed to
+    `OpenAIChatModel` or `AnthropicModel` (`api_key=`, `base_url=`,
+    `http_client=`, `settings=`, ...).
+
     Raises:
-        ConfigurationError: For an unknown provider or option, or a provider
-            this version cannot call yet.
+        ConfigurationError: For an unknown provider or option, a missing API
+            key, or a provider this version cannot call yet.
 
     Example:
         >>> resolve_model("fake", responses=["hi"]).provider
         'scripted'
+        >>> model = resolve_model("openai:gpt-4o-mini", api_key="sk-test")
+        >>> type(model).__name__, model.provider, model.model_name
+        ('OpenAIChatModel', 'openai', 'gpt-4o-mini')
+        >>> resolve_model("claude-sonnet-4-5", api_key="sk-ant-test").provider
+        'anthropic'
     """
     if isinstance(spec, Model):
         if config:
@@ -120,11 +135,83 @@ def resolve_model(spec: str | Model, **config: Any) -> Model:
                 f"Bad option for the scripted model: {exc}",
                 hint="It takes responses=, tool_calls=, handler=, strict= and model_name=.",
             ) from None
-    raise ConfigurationError(
-        f"The {parsed.provider!r} provider cannot be called by this version of Tidemill.",
-        hint="Use llm('fake', responses=[...]) for an offline model, or pass a Model object.",
-        context={"provider": parsed.provider, "model": parsed.model},
+    adapter = _adapter(parsed.provider)
+    if adapter is None:
+        raise ConfigurationError(
+            f"The {parsed.provider!r} provider cannot be called by this version of Tidemill.",
+            hint="Use an 'openai:', 'anthropic:' or OpenAI-compatible model "
+            f"({', '.join(sorted(OPENAI_COMPATIBLE - {'openai'}))}), "
+            "llm('fake', responses=[...]) for an offline model, or pass a Model object.",
+            context={"provider": parsed.provider, "model": parsed.model},
+        )
+    if not parsed.model:
+        raise ConfigurationError(
+            f"The model spec {spec!r} names a provider but no model.",
+            hint=f"Write it as '{parsed.provider}:<model id>'.",
+        )
+    build, fixed = adapter
+    config = _fold_settings(config)
+    _check_options(build, fixed, parsed.provider, config)
+    return build(parsed.model, **fixed, **config)
+
+
+_SETTING_NAMES = ModelSettings.__required_keys__ | ModelSettings.__optional_keys__
+
+
+def _fold_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Move per-call settings given as options (`temperature=0`) into `settings=`."""
+    given = {name: config[name] for name in config if name in _SETTING_NAMES}
+    if not given:
+        return config
+    rest = {name: value for name, value in config.items() if name not in given}
+    rest["settings"] = {**rest.get("settings", {}), **given}
+    return rest
+
+
+OPENAI_COMPATIBLE: frozenset[str] = frozenset(
+    {
+        "openai",
+        "mistral",
+        "deepseek",
+        "groq",
+        "together",
+        "openrouter",
+        "ollama",
+        "vllm",
+        "openai-compatible",
+    }
+)
+"""Providers served by the Chat Completions adapter."""
+
+
+def _adapter(provider: str) -> tuple[Callable[..., Model], dict[str, Any]] | None:
+    """The adapter class for `provider`, and the arguments that select the provider."""
+    if provider == "anthropic":
+        return AnthropicModel, {}
+    if provider in OPENAI_COMPATIBLE:
+        return OpenAIChatModel, {"provider": provider}
+    return None
+
+
+def _check_options(
+    build: Callable[..., Model], fixed: dict[str, Any], provider: str, config: dict[str, Any]
+) -> None:
+    """Refuse an unknown option by name, suggesting the closest ones."""
+    parameters = inspect.signature(build).parameters
+    known = sorted(
+        name
+        for name, p in parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in fixed
     )
+    for option in config:
+        if option not in known:
+            close = difflib.get_close_matches(option, known, n=2)
+            hint = f"Did you mean {' or '.join(repr(c) for c in close)}?" if close else None
+            raise ConfigurationError(
+                f"Unknown option {option!r} for the {provider!r} model.",
+                hint=hint or f"It takes: {', '.join(known)}.",
+                context={"provider": provider, "options": known},
+            )
 
 
 def _check_provider(name: str, spec: str) -> None:

@@ -1,0 +1,171 @@
+"""`HttpModel`: the shared core of the HTTP provider adapters.
+
+An adapter has three jobs: build the HTTP call for a `ModelRequest`, parse
+a whole response, and parse a streamed one. `HttpModel` does the rest once
+for all of them: credentials, the HTTP client and its lifecycle, settings
+defaults, decoding the event stream, and checking that a stream really
+finished before `ResponseDone` is yielded.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+from pydantic import JsonValue
+
+from tidemill.llm._credentials import Credentials
+from tidemill.llm._http import HttpClient
+from tidemill.llm._json import JsonObject
+from tidemill.llm._model import Model, ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._retry import RetryPolicy
+from tidemill.llm._sse import ServerSentEvent, SSEDecoder
+from tidemill.types import ModelResponse, ReasoningDelta, ResponseDone, TextDelta, ToolCallDelta
+
+__all__ = ["HttpCall", "HttpModel", "StreamParser"]
+
+Delta = TextDelta | ReasoningDelta | ToolCallDelta
+"""What a stream parser yields before the final `ResponseDone`."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpCall:
+    """One HTTP request an adapter wants made."""
+
+    url: str
+    headers: Mapping[str, str]
+    body: Mapping[str, object]
+
+
+class StreamParser(Protocol):
+    """Turns one response's server-sent events into stream events.
+
+    `feed` is called with each event in order; `finish` once the body has
+    ended, returning the assembled response or raising a `ProviderError`
+    when the stream stopped before its end.
+    """
+
+    @property
+    def done(self) -> bool:
+        """Whether the terminal event has arrived; later bytes are not read."""
+        ...
+
+    def feed(self, event: ServerSentEvent) -> list[Delta]:
+        """Take one event; return the deltas it carries."""
+        ...
+
+    def finish(self) -> ModelResponse:
+        """Return the assembled response, or raise if the stream was cut short."""
+        ...
+
+
+class HttpModel(Model):
+    """A `Model` that calls a provider's HTTP API directly.
+
+    Subclasses implement `build_call`, `parse_response` and `stream_parser`.
+
+    Args:
+        model_name: The model id sent to the provider.
+        provider: The provider's name.
+        credentials: The resolved credentials (key, base URL, headers).
+        http_client: An `httpx.AsyncClient` to use (and keep open); by
+            default one is created on first use and closed by `aclose`.
+        timeout: Per-request `httpx` limits, in seconds or as an `httpx.Timeout`.
+        retry: The retry policy; `RetryPolicy(max_retries=0)` disables retries.
+        settings: Defaults for every call; a request's own settings win.
+        auth_hint: The hint of an `AuthenticationError`.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        provider: str,
+        credentials: Credentials,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        retry: RetryPolicy | None = None,
+        settings: ModelSettings | None = None,
+        auth_hint: str | None = None,
+    ) -> None:
+        self.model_name = model_name
+        self.provider = provider
+        self.credentials = credentials
+        self.settings: ModelSettings = settings or ModelSettings()
+        self.http = HttpClient(
+            provider,
+            client=http_client,
+            timeout=timeout,
+            retry=retry,
+            secrets=credentials.secrets(),
+            auth_hint=auth_hint,
+        )
+
+    @abstractmethod
+    def build_call(self, request: ModelRequest, *, stream: bool) -> HttpCall:
+        """Build the HTTP request for `request`."""
+
+    @abstractmethod
+    def parse_response(self, payload: JsonObject) -> ModelResponse:
+        """Parse a whole (non-streamed) response body."""
+
+    @abstractmethod
+    def stream_parser(self) -> StreamParser:
+        """Return a fresh parser for one streamed response."""
+
+    def merged_settings(self, request: ModelRequest) -> ModelSettings:
+        """The model's default settings overlaid with the request's."""
+        return ModelSettings(**{**self.settings, **request.settings})
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Make one call and return the whole response.
+
+        Raises:
+            ProviderError: Or a subclass, when the provider refuses or fails the call.
+            MalformedToolCall: When a tool call in the answer has no name.
+        """
+        call = self.build_call(request, stream=False)
+        timeout = self.merged_settings(request).get("timeout")
+        payload = await self.http.post_json(
+            call.url, call.body, headers=call.headers, time_limit=timeout
+        )
+        return self.parse_response(payload)
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
+        """Make one call, yielding deltas as they arrive and `ResponseDone` last.
+
+        Raises:
+            ProviderError: Or a subclass, when the call fails, the stream
+                carries an error, or it ends before its final event.
+        """
+        call = self.build_call(request, stream=True)
+        timeout = self.merged_settings(request).get("timeout")
+        parser = self.stream_parser()
+        decoder = SSEDecoder()
+        chunks = self.http.post_stream(
+            call.url, call.body, headers=call.headers, time_limit=timeout
+        )
+        async with aclosing(chunks):
+            async for chunk in chunks:
+                for event in decoder.feed(chunk):
+                    for delta in parser.feed(event):
+                        yield delta
+                if parser.done:
+                    break
+            else:
+                for event in decoder.close():
+                    for delta in parser.feed(event):
+                        yield delta
+        yield ResponseDone(response=parser.finish())
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this model created it; an injected one stays open."""
+        await self.http.aclose()
+
+    def describe(self) -> dict[str, JsonValue]:
+        """Describe the model: provider, model id and base URL (never the key)."""
+        return {**super().describe(), "base_url": self.credentials.base_url}

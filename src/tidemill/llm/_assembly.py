@@ -1,0 +1,149 @@
+"""Assembling a `ModelResponse` from the pieces a parser finds.
+
+A streamed response arrives as fragments (text deltas, reasoning deltas,
+tool-call argument fragments, usage) and a whole response as a list of
+parts; both adapters collect them in a `ResponseBuilder` and build one
+`ModelResponse` at the end, so streamed and whole answers come out alike.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from pydantic import JsonValue
+
+from tidemill.errors import MalformedToolCall
+from tidemill.types import (
+    FinishReason,
+    Message,
+    ModelResponse,
+    Reasoning,
+    ToolCall,
+    Usage,
+    new_call_id,
+)
+
+__all__ = ["ReasoningBuffer", "ResponseBuilder", "ToolCallBuffer", "parse_arguments"]
+
+
+def parse_arguments(text: str) -> tuple[dict[str, JsonValue], str | None]:
+    """Split tool-call argument text into parsed arguments and the raw text to keep.
+
+    Empty text means no arguments. Text that is not a JSON object (broken
+    JSON, a list, a truncated stream) gives no arguments and is kept as the
+    raw text, so the runtime can tell the model what went wrong.
+
+    Example:
+        >>> parse_arguments('{"city": "Paris"}')
+        ({'city': 'Paris'}, None)
+        >>> parse_arguments("")
+        ({}, None)
+        >>> parse_arguments('{"city": "Par')
+        ({}, '{"city": "Par')
+    """
+    if not text.strip():
+        return {}, None
+    try:
+        value: object = json.loads(text)
+    except ValueError:
+        return {}, text
+    if isinstance(value, dict):
+        return value, None
+    return {}, text
+
+
+@dataclass(slots=True)
+class ToolCallBuffer:
+    """One tool call being assembled from fragments."""
+
+    call_id: str | None = None
+    name: str | None = None
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def arguments(self) -> str:
+        """The argument text received so far."""
+        return "".join(self.parts)
+
+    def build(self) -> ToolCall:
+        """Return the finished call.
+
+        Raises:
+            MalformedToolCall: When the provider never named the tool.
+        """
+        if not self.name:
+            raise MalformedToolCall(
+                "The model produced a tool call without a tool name.",
+                feedback="Your last tool call had no tool name. Call a tool by its name.",
+            )
+        arguments, raw = parse_arguments(self.arguments)
+        return ToolCall(
+            id=self.call_id or new_call_id(),
+            name=self.name,
+            arguments=arguments,
+            raw_arguments=raw,
+        )
+
+
+@dataclass(slots=True)
+class ReasoningBuffer:
+    """One piece of reasoning (an Anthropic thinking block, an OpenAI-style reasoning run)."""
+
+    provider: str
+    parts: list[str] = field(default_factory=list)
+    signature: str | None = None
+    redacted_data: str | None = None
+    reasoning_id: str | None = None
+
+    def build(self) -> Reasoning:
+        """Return the finished reasoning, exactly as received."""
+        return Reasoning(
+            text="".join(self.parts),
+            signature=self.signature,
+            redacted_data=self.redacted_data,
+            provider=self.provider,
+            id=self.reasoning_id,
+        )
+
+
+@dataclass(slots=True)
+class ResponseBuilder:
+    """Collects the parts of one response and builds the `ModelResponse`."""
+
+    provider: str
+    model: str | None = None
+    response_id: str | None = None
+    text: list[str] = field(default_factory=list)
+    reasoning: list[ReasoningBuffer] = field(default_factory=list)
+    tool_calls: list[ToolCallBuffer] = field(default_factory=list)
+    usage: Usage = field(default_factory=lambda: Usage(requests=1))
+    finish_reason: FinishReason | None = None
+
+    def build(self) -> ModelResponse:
+        """Return the assembled response.
+
+        With no finish reason from the provider, a response with tool calls
+        finished to call them, and any other is marked `unknown`.
+
+        Raises:
+            MalformedToolCall: When a tool call has no name.
+        """
+        calls = tuple(buffer.build() for buffer in self.tool_calls)
+        finish = self.finish_reason
+        if finish is None or (finish == "stop" and calls):
+            # Some OpenAI-compatible servers say "stop" even when the turn ends in tool calls.
+            finish = "tool_calls" if calls else (finish or "unknown")
+        message = Message.assistant(
+            "".join(self.text),
+            tool_calls=calls,
+            reasoning=tuple(buffer.build() for buffer in self.reasoning),
+        )
+        return ModelResponse(
+            message=message,
+            usage=self.usage,
+            finish_reason=finish,
+            model=self.model,
+            provider=self.provider,
+            response_id=self.response_id,
+        )

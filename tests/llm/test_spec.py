@@ -1,0 +1,121 @@
+"""`resolve_model`: spec strings become the HTTP adapters."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tidemill.errors import ConfigurationError
+from tidemill.llm import AnthropicModel, OpenAIChatModel, ScriptedModel, resolve_model
+from tidemill.llm._spec import OPENAI_COMPATIBLE
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "provider", "model"),
+    [
+        ("openai:gpt-4o-mini", OpenAIChatModel, "openai", "gpt-4o-mini"),
+        ("gpt-4o-mini", OpenAIChatModel, "openai", "gpt-4o-mini"),
+        ("o3-mini", OpenAIChatModel, "openai", "o3-mini"),
+        ("anthropic:claude-sonnet-4-5", AnthropicModel, "anthropic", "claude-sonnet-4-5"),
+        ("claude-sonnet-4-5", AnthropicModel, "anthropic", "claude-sonnet-4-5"),
+        ("mistral-large-latest", OpenAIChatModel, "mistral", "mistral-large-latest"),
+        ("deepseek-reasoner", OpenAIChatModel, "deepseek", "deepseek-reasoner"),
+        ("groq:openai/gpt-oss-120b", OpenAIChatModel, "groq", "openai/gpt-oss-120b"),
+        (
+            "together:meta-llama/Llama-3.3-70B-Instruct-Turbo",
+            OpenAIChatModel,
+            "together",
+            "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+        ),
+        (
+            "openrouter:anthropic/claude-sonnet-4.5",
+            OpenAIChatModel,
+            "openrouter",
+            "anthropic/claude-sonnet-4.5",
+        ),
+        ("ollama:llama3.2:3b", OpenAIChatModel, "ollama", "llama3.2:3b"),
+        ("vllm:Qwen/Qwen3-8B", OpenAIChatModel, "vllm", "Qwen/Qwen3-8B"),
+    ],
+)
+async def test_specs_resolve_to_adapters(
+    spec: str, kind: type[object], provider: str, model: str
+) -> None:
+    resolved = resolve_model(spec, api_key="sk-test")
+    assert isinstance(resolved, kind)
+    assert (resolved.provider, resolved.model_name) == (provider, model)
+    await resolved.aclose()
+
+
+def test_the_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    model = resolve_model("openai:gpt-4o")
+    assert isinstance(model, OpenAIChatModel) and model.credentials.api_key == "sk-env"
+
+
+def test_a_missing_key_names_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="MISTRAL_API_KEY"):
+        resolve_model("mistral:mistral-small-latest")
+
+
+def test_openai_compatible_needs_a_base_url() -> None:
+    with pytest.raises(ConfigurationError, match="base_url"):
+        resolve_model("openai-compatible:my-model")
+    model = resolve_model("openai-compatible:my-model", base_url="http://gpu:8000/v1")
+    assert model.describe()["base_url"] == "http://gpu:8000/v1"
+
+
+async def test_options_reach_the_adapter() -> None:
+    client = httpx.AsyncClient()
+    model = resolve_model(
+        "anthropic:claude-sonnet-4-5",
+        api_key="k",
+        http_client=client,
+        thinking_budget=2048,
+        settings={"temperature": 0.0},
+    )
+    assert isinstance(model, AnthropicModel)
+    assert (model.thinking_budget, model.settings) == (2048, {"temperature": 0.0})
+    assert not model.http.owns_client
+    await model.aclose()
+    assert not client.is_closed
+    await client.aclose()
+
+
+def test_an_unknown_option_suggests_the_closest() -> None:
+    with pytest.raises(ConfigurationError, match="Did you mean 'api_key'"):
+        resolve_model("openai:gpt-4o", api_kye="k")
+    with pytest.raises(ConfigurationError, match="Unknown option 'provider'"):
+        resolve_model("openai:gpt-4o", api_key="k", provider="mistral")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "gemini:gemini-2.5-flash",
+        "vertex:gemini-2.5-pro",
+        "bedrock:anthropic.claude-v2",
+        "openai-responses:gpt-5",
+        "anthropic-vertex:claude-sonnet-4-5",
+        "azure:gpt-4o",
+    ],
+)
+def test_providers_without_an_adapter_still_refuse_clearly(spec: str) -> None:
+    with pytest.raises(ConfigurationError, match="cannot be called by this version") as caught:
+        resolve_model(spec, api_key="k")
+    assert "openai-compatible" in str(caught.value)
+
+
+def test_a_provider_without_a_model() -> None:
+    with pytest.raises(ConfigurationError, match="names a provider but no model"):
+        resolve_model("anthropic", api_key="k")
+
+
+def test_the_offline_model_is_unchanged() -> None:
+    assert isinstance(resolve_model("fake", responses=["x"]), ScriptedModel)
+
+
+def test_every_compatible_vendor_has_a_dialect() -> None:
+    from tidemill.llm import DIALECTS, KNOWN_PROVIDERS
+
+    assert set(DIALECTS) == OPENAI_COMPATIBLE
+    assert OPENAI_COMPATIBLE <= KNOWN_PROVIDERS

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from llm_replay import fixture_bytes, split
+
+from tidemill.llm import ServerSentEvent, SSEDecoder
+from tidemill.llm._json import loads_object
+from tidemill.llm._sse import aiter_sse
+
+
+def decode(*chunks: bytes) -> list[ServerSentEvent]:
+    decoder = SSEDecoder()
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + decoder.close()
+
+
+def test_named_events_data_and_ids() -> None:
+    events = decode(b"event: ping\ndata: {}\nid: 7\n\ndata: plain\n\n")
+    assert events == [
+        ServerSentEvent(event="ping", data="{}", id="7"),
+        ServerSentEvent(event="message", data="plain", id="7"),
+    ]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_every_line_ending(newline: bytes) -> None:
+    body = newline.join([b"event: a", b"data: 1", b"", b"data: 2", b"", b""])
+    assert [(e.event, e.data) for e in decode(body)] == [("a", "1"), ("message", "2")]
+
+
+def test_multi_line_data_joins_with_newlines() -> None:
+    assert decode(b"data: one\ndata:two\ndata:  three\n\n")[0].data == "one\ntwo\n three"
+
+
+def test_comments_and_unknown_fields_are_ignored() -> None:
+    body = b": OPENROUTER PROCESSING\n\n: keep-alive\nfoo: bar\ndata: x\n\n"
+    assert decode(body) == [ServerSentEvent(data="x")]
+
+
+def test_a_field_without_colon_and_an_empty_data_line() -> None:
+    events = decode(b"data\n\ndata:\n\n")
+    assert [e.data for e in events] == ["", ""]
+
+
+def test_an_event_without_data_is_not_dispatched() -> None:
+    assert decode(b"event: lonely\n\nevent: real\ndata: 1\n\n") == [
+        ServerSentEvent(event="real", data="1")
+    ]
+
+
+def test_retry_and_id_rules() -> None:
+    events = decode(b"retry: 1500\nid: a\0b\ndata: x\n\nretry: soon\ndata: y\n\n")
+    assert [(e.id, e.retry) for e in events] == [(None, 1500), (None, 1500)]
+
+
+def test_byte_order_mark_is_dropped_once() -> None:
+    assert decode(b"\xef\xbb\xbfdata: x\n\n") == [ServerSentEvent(data="x")]
+
+
+def test_anthropic_padding_is_kept_and_harmless() -> None:
+    events = decode(b'event: message_stop\ndata: {"type":"message_stop"}         \n\n')
+    assert events[0].data.endswith("         ")
+    assert loads_object(events[0].data) == {"type": "message_stop"}
+
+
+def test_crlf_split_across_chunks_makes_one_line_ending() -> None:
+    assert decode(b"data: a\r", b"\n\r", b"\ndata: b\r\n\r\n") == [
+        ServerSentEvent(data="a"),
+        ServerSentEvent(data="b"),
+    ]
+
+
+def test_utf8_split_inside_a_character() -> None:
+    body = "data: héllo 😊\n\n".encode()
+    cut = body.index("😊".encode()) + 2
+    assert decode(body[:cut], body[cut:]) == [ServerSentEvent(data="héllo 😊")]
+
+
+def test_the_last_event_is_kept_without_its_blank_line() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b'data: {"type":"message_stop"}') == []
+    assert decoder.close() == [ServerSentEvent(data='{"type":"message_stop"}')]
+
+
+def test_invalid_utf8_is_replaced_not_raised() -> None:
+    assert decode(b"data: \xff\xfe\n\n")[0].data == "\ufffd\ufffd"
+
+
+async def test_aiter_sse_flushes_at_the_end() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"data: 1\n\nda"
+        yield b"ta: 2"
+
+    assert [e.data async for e in aiter_sse(chunks())] == ["1", "2"]
+
+
+# -- properties ---------------------------------------------------------------------------
+
+FIXTURE_STREAMS = [
+    "openai-chat/parallel-tool-calls-two-functions-stream.sse",
+    "anthropic/thinking-tool-use-stream.sse",
+    "openrouter/reasoning-stream.sse",
+    "groq/error-in-stream.sse",
+]
+
+_field = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r\n\0"), max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(FIXTURE_STREAMS), sizes=st.lists(st.integers(1, 200), min_size=1))
+def test_any_chunking_of_a_recorded_stream_decodes_the_same(name: str, sizes: list[int]) -> None:
+    body = fixture_bytes(name)
+    assert decode(*split(body, sizes)) == decode(body)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["", "message_start", "ping"]), st.lists(_field, min_size=1, max_size=3)
+        ),
+        max_size=6,
+    ),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
+    sizes=st.lists(st.integers(1, 9), min_size=1),
+)
+def test_generated_streams_round_trip_in_any_chunking(
+    events: list[tuple[str, list[str]]], newline: str, sizes: list[int]
+) -> None:
+    lines: list[str] = []
+    for name, data in events:
+        if name:
+            lines.append(f"event: {name}")
+        lines += [f"data: {value}" for value in data]
+        lines.append("")
+    body = (newline.join(lines) + newline).encode() if lines else b""
+    expected = [ServerSentEvent(event=name or "message", data="\n".join(d)) for name, d in events]
+    assert decode(*split(body, sizes)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=300), sizes=st.lists(st.integers(1, 17), min_size=1))
+def test_arbitrary_bytes_never_raise_and_chunking_never_matters(
+    data: bytes, sizes: list[int]
+) -> None:
+    assert decode(*split(data, sizes)) == decode(data)
+
+
+def test_a_large_stream_in_large_chunks() -> None:
+    body = b"".join(b"data: %d\n\n" % i for i in range(50_000))
+    events = decode(*split(body, [65536]))
+    assert len(events) == 50_000 and events[-1].data == "49999"
