@@ -7,7 +7,10 @@ int`. The model decides each turn from the last message alone (O(1)), so what
 is measured is the framework: its loop, its message bookkeeping and, where
 there is one, its checkpointer.
 
-    us/iter = median over repetitions of (wall time of one whole run) / N
+    us/iter = median over samples of (wall time of one whole run) / N
+
+(a sample is one run, or the mean of a few back-to-back runs when one is
+short; samples are interleaved across all rows: see benchmarks/README.md).
 
 Every run is checked: the right number of steps, every tool result correct,
 the final answer present. A run that is wrong fails the benchmark.
@@ -35,6 +38,7 @@ import platform
 import pstats
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -78,6 +82,12 @@ def next_call(last_result: int | None, last_call: int | None, n: int) -> int | N
         raise AssertionError(f"echo({last_call}) returned {last_result!r}")
     following = last_call + 1
     return following if following < n else None
+
+
+def expect(condition: bool, problem: str) -> None:
+    """A check that `python -O` cannot strip: a wrong run fails the benchmark."""
+    if not condition:
+        raise AssertionError(f"wrong result: {problem}")
 
 
 def call_index(call_id: str) -> int:
@@ -131,9 +141,12 @@ def tidemill_handler(n: int) -> Callable[[ModelRequest], Message]:
 class TidemillBench:
     def __init__(self, n: int, checkpoint: tuple[Any, ...] | None, config: dict[str, Any]):
         self.n = n
-        self.builder = (
-            agent().llm("fake", handler=tidemill_handler(n)).tool(echo).max_iterations(n + 1)
-        )
+        self.builder = agent().tool(echo).max_iterations(n + 1)
+        try:
+            # Not recording requests: the scripted model would keep every transcript.
+            self.builder.llm("fake", handler=tidemill_handler(n), record=False)
+        except tidemill.ConfigurationError:  # a tidemill without `record=`
+            self.builder.llm("fake", handler=tidemill_handler(n))
         if checkpoint is not None:
             self.builder.checkpoint(*checkpoint, **config)
         self.runtime = self.builder.build()
@@ -143,16 +156,17 @@ class TidemillBench:
 
     def check(self, result: tidemill.AgentResponse) -> None:
         n = self.n
-        assert result.output == FINAL, result.output
-        assert len(result.steps) == n + 1, f"{len(result.steps)} steps, expected {n + 1}"
+        expect(result.output == FINAL, f"output {result.output!r}")
+        expect(len(result.steps) == n + 1, f"{len(result.steps)} steps, expected {n + 1}")
         for index, step in enumerate(result.steps[:n]):
-            assert [c.arguments for c in step.tool_calls] == [{"i": index}], step
-            assert [(r.content, r.is_error) for r in step.tool_results] == [(str(index), False)]
-        assert not result.steps[n].tool_calls
+            expect([c.arguments for c in step.tool_calls] == [{"i": index}], f"step {step}")
+            results = [(r.content, r.is_error) for r in step.tool_results]
+            expect(results == [(str(index), False)], f"step {index}: results {results}")
+        expect(not result.steps[n].tool_calls, "the last step made tool calls")
 
     async def reset(self, result: tidemill.AgentResponse) -> None:
-        # Keep every repetition alike: drop the finished thread and the model's
-        # record of requests (the scripted model keeps every request it gets).
+        # Keep every repetition alike: drop the finished thread (and any requests
+        # the scripted model recorded).
         await self.runtime.checkpointer.delete(result.thread_id)
         self.runtime.model.requests.clear()  # type: ignore[attr-defined]
 
@@ -212,12 +226,9 @@ async def tidemill_postgres() -> AsyncIterator[Factory]:
     url = postgres_url()
     await postgres_server_version(url)
     schema = f"tidemill_bench_{os.getpid()}_{secrets.token_hex(4)}"
-    benches: list[TidemillBench] = []
 
     async def make(n: int) -> Bench:
-        bench = TidemillBench(n, (url,), {"schema": schema})
-        benches.append(bench)
-        return bench
+        return TidemillBench(n, (url,), {"schema": schema})
 
     try:
         yield make
@@ -241,7 +252,9 @@ def langgraph_parts() -> tuple[Any, Any]:
         from langchain_core.outputs import ChatGeneration, ChatResult
         from langchain_core.tools import tool as lc_tool
     except ImportError as exc:
-        raise Skip(f"LangGraph is not installed ({exc.name}); see benchmarks/requirements.txt")
+        raise Skip(
+            f"LangGraph is not installed ({exc.name}); see benchmarks/requirements.txt"
+        ) from None
 
     class ScriptedChat(BaseChatModel):
         """One tool call per turn, then the answer; decided from the last message.
@@ -326,9 +339,10 @@ class LangGraphBench:
         _, state = result
         messages = state["messages"]
         results = [m for m in messages if isinstance(m, ToolMessage)]
-        assert len(results) == self.n, f"{len(results)} tool calls, expected {self.n}"
-        assert [m.content for m in results] == [str(i) for i in range(self.n)]
-        assert isinstance(messages[-1], AIMessage) and messages[-1].content == FINAL
+        expect(len(results) == self.n, f"{len(results)} tool calls, expected {self.n}")
+        expect([m.content for m in results] == [str(i) for i in range(self.n)], "tool results")
+        last = messages[-1]
+        expect(isinstance(last, AIMessage) and last.content == FINAL, f"last message {last!r}")
 
     async def reset(self, result: Any) -> None:
         if self.saver is not None:
@@ -375,7 +389,7 @@ def langgraph_sqlite(durability: str | None) -> Callable[[], Any]:
 class PydanticAIBench:
     def __init__(self, n: int) -> None:
         try:
-            from pydantic_ai import Agent
+            from pydantic_ai import Agent, Tool
             from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
             from pydantic_ai.models.function import AgentInfo, FunctionModel
             from pydantic_ai.usage import RequestUsage, UsageLimits
@@ -403,21 +417,20 @@ class PydanticAIBench:
             """Return i."""
             return i
 
-        pa_echo.__name__ = "echo"
-        self.agent = Agent(FunctionModel(answer), tools=[pa_echo])
+        self.agent = Agent(FunctionModel(answer), tools=[Tool(pa_echo, name="echo")])
 
     async def run(self) -> Any:
         return await self.agent.run("Call echo until told otherwise.", usage_limits=self.limits)
 
     def check(self, result: Any) -> None:
-        assert result.output == FINAL, result.output
+        expect(result.output == FINAL, f"output {result.output!r}")
         returns = [
             part.content
             for message in result.all_messages()
             for part in message.parts
             if isinstance(part, self._return_part)
         ]
-        assert returns == list(range(self.n)), returns[:5]
+        expect(returns == list(range(self.n)), f"{len(returns)} tool results: {returns[:5]}")
 
     async def reset(self, result: Any) -> None:
         pass
@@ -446,7 +459,7 @@ class Row:
     target: str | None = None
     """The Tidemill target this row is held to: memory, sqlite or postgres."""
     slow: bool = False
-    """A peer, slow at large N: fewer repetitions there when time is short."""
+    """A slow peer: fewer samples in a cell that would take too long."""
 
 
 ROWS = (
@@ -477,6 +490,7 @@ class Result:
     spread: dict[int, float] = field(default_factory=dict)
     """(slowest - fastest) / median, by N."""
     runs: dict[int, int] = field(default_factory=dict)
+    """Samples taken, by N."""
     skipped: str | None = None
 
     @property
@@ -489,46 +503,120 @@ class Result:
 
 @dataclass(frozen=True)
 class Plan:
+    samples: int
+    """Timed samples per cell; the cell's figure is their median."""
     warmups: int
-    reps: int
-    slow_reps_at_large: int
+    """Untimed runs per cell first, and at least `warmup_min` seconds of them..."""
+    warmup_min: float
+    warmup_cap: float
+    """... but no more than this many seconds once one run is done."""
+    min_sample: float
+    """Seconds a sample should cover: shorter runs are repeated back to back."""
+    slow_budget: float
+    """Seconds a slow peer's cell may take; fewer samples beyond it..."""
+    min_samples: int
+    """... but never fewer than this."""
 
 
-async def time_runs(bench: Bench, n: int, warmups: int, reps: int) -> list[float]:
-    """Seconds per whole run, `reps` of them after `warmups`; every run checked."""
-    times: list[float] = []
-    for index in range(warmups + reps):
-        gc.collect()
-        start = time.perf_counter()
-        result = await bench.run()
-        elapsed = time.perf_counter() - start
-        bench.check(result)
-        await bench.reset(result)
-        if index >= warmups:
-            times.append(elapsed)
-    return times
+async def drain() -> None:
+    """Let the loop run what a run left scheduled (callbacks, finalizers, background tasks).
+
+    Two passes: a callback scheduled from another callback runs on the next one.
+    Timed with the run, so work a framework defers past its return is still counted.
+    """
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
-async def measure(row: Row, plan: Plan) -> Result:
-    result = Result(row)
+async def timed_run(bench: Bench) -> float:
+    """One run, in seconds; then (untimed) its check and reset."""
+    start = time.perf_counter()
+    result = await bench.run()
+    await drain()
+    elapsed = time.perf_counter() - start
+    bench.check(result)
+    await bench.reset(result)
+    return elapsed
+
+
+@dataclass
+class Cell:
+    """One row at one N: its bench, how it is sampled, and the samples so far."""
+
+    result: Result
+    n: int
+    bench: Bench
+    batch: int = 1
+    count: int = 0
+    samples: list[float] = field(default_factory=list)
+
+    async def calibrate(self, plan: Plan) -> None:
+        """Warm up, then choose the batch size and the number of samples."""
+        warm: list[float] = []
+        while len(warm) < plan.warmups or sum(warm) < plan.warmup_min:
+            warm.append(await timed_run(self.bench))
+            if sum(warm) >= plan.warmup_cap:
+                break
+        per_run = min(warm)
+        self.batch = max(1, round(plan.min_sample / per_run))
+        self.count = plan.samples
+        cost = per_run * self.batch * self.count
+        if self.result.row.slow and cost > plan.slow_budget:
+            affordable = int(plan.slow_budget / (per_run * self.batch))
+            self.count = max(plan.min_samples, affordable)
+
+    async def sample(self) -> None:
+        """One sample: seconds per run, the mean over a batch."""
+        if self.batch > 1:
+            await timed_run(self.bench)  # re-warm after the other cells' runs
+        total = 0.0
+        for _ in range(self.batch):
+            total += await timed_run(self.bench)
+        self.samples.append(total / self.batch)
+
+
+async def measure(rows: Sequence[Row], plan: Plan) -> list[Result]:
+    """Every row at every N, samples interleaved across cells.
+
+    Taking sample k of every cell before sample k+1 of any spreads a slow
+    patch of the machine over all rows, instead of charging it to whichever
+    row happened to be running.
+    """
+    results = [Result(row) for row in rows]
+    cells: list[Cell] = []
     async with AsyncExitStack() as stack:
-        try:
-            make = await stack.enter_async_context(row.setup())
-        except Skip as skip:
-            result.skipped = str(skip)
-            return result
-        for n in SIZES:
-            bench = await make(n)
-            reps = plan.slow_reps_at_large if row.slow and n == max(SIZES) else plan.reps
+        for result in results:
             try:
-                times = await time_runs(bench, n, plan.warmups, reps)
-            finally:
-                await bench.aclose()
-            median = statistics.median(times)
-            result.us[n] = median / n * 1e6
-            result.spread[n] = (max(times) - min(times)) / median
-            result.runs[n] = reps
-    return result
+                make = await stack.enter_async_context(result.row.setup())
+            except Skip as skip:
+                result.skipped = str(skip)
+                continue
+            for n in SIZES:
+                bench = await make(n)
+                stack.push_async_callback(bench.aclose)
+                cells.append(Cell(result, n, bench))
+        for cell in cells:
+            progress(f"warming up {cell.result.row.label}, N={cell.n}")
+            await cell.calibrate(plan)
+        # Once, not before every run: a collection just before a run frees
+        # memory the run then faults back in, a cold start no server pays.
+        gc.collect()
+        for index in range(max((cell.count for cell in cells), default=0)):
+            progress(f"sample {index + 1}")
+            for cell in cells:
+                if len(cell.samples) < cell.count:
+                    await cell.sample()
+    for cell in cells:
+        res, times = cell.result, cell.samples
+        median = statistics.median(times)
+        res.us[cell.n] = median / cell.n * 1e6
+        res.spread[cell.n] = (max(times) - min(times)) / median
+        res.runs[cell.n] = len(times)
+    return results
+
+
+def progress(text: str) -> None:
+    print(f"  {text} ...", file=sys.stderr, flush=True)
 
 
 # -- reporting ---------------------------------------------------------------------------
@@ -536,7 +624,7 @@ async def measure(row: Row, plan: Plan) -> Result:
 
 def versions() -> list[str]:
     found = [f"Python {platform.python_version()} ({platform.python_implementation()})"]
-    found.append(f"tidemill {tidemill.__version__}")
+    found.append(f"tidemill {tidemill.__version__} ({source_revision()})")
     for name in (
         "pydantic",
         "psycopg",
@@ -554,26 +642,52 @@ def versions() -> list[str]:
     return found
 
 
+def source_revision() -> str:
+    """The commit the numbers were taken at, `-dirty` with uncommitted changes."""
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
 def fmt_us(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
-def target_checks(results: Sequence[Result]) -> list[tuple[bool, str, str, str]]:
-    """(passed, what, target, measured) for every Tidemill target that was measured."""
+@dataclass(frozen=True)
+class Check:
+    label: str
+    passed: bool
+    what: str
+    goal: str
+    measured: str
+
+
+def target_checks(results: Sequence[Result]) -> list[Check]:
+    """Every Tidemill target that was measured, passed or not."""
     checks = []
     for res in results:
         if res.row.target is None or res.skipped or not res.us:
             continue
-        limit = TARGET_US[res.row.target]
+        label, limit = res.row.label, TARGET_US[res.row.target]
         worst_n = max(res.us, key=lambda n: res.us[n])
         worst = res.us[worst_n]
         over = f", {worst / limit - 1:.0%} over" if worst > limit else ""
         checks.append(
-            (
+            Check(
+                label,
                 worst <= limit,
-                f"{res.row.label}: us/iter at every N",
+                f"{label}: us/iter at every N",
                 f"<= {limit:g} us",
                 f"worst {fmt_us(worst)} us at N={worst_n}{over}",
             )
@@ -581,9 +695,10 @@ def target_checks(results: Sequence[Result]) -> list[tuple[bool, str, str, str]]
         growth = res.growth
         if growth is not None:
             checks.append(
-                (
+                Check(
+                    label,
                     growth <= TARGET_GROWTH,
-                    f"{res.row.label}: growth N={min(SIZES)} -> N={max(SIZES)}",
+                    f"{label}: growth N={min(SIZES)} -> N={max(SIZES)}",
                     f"<= {TARGET_GROWTH:g}x",
                     f"{growth:.2f}x",
                 )
@@ -606,29 +721,47 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) 
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
 
 
-def report(results: Sequence[Result], plan: Plan, elapsed: float, pg_version: str) -> str:
+def report(
+    results: Sequence[Result],
+    plan: Plan,
+    elapsed: float,
+    pg_version: str,
+    load: tuple[float, float, float],
+) -> str:
     out = io.StringIO()
     p = out.write
     p("Agent loop overhead: one scripted model call + one async tool call per iteration\n")
-    p(f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs; ")
-    p(f"PostgreSQL {pg_version}\n")
+    p(f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, load average")
+    p(f" {load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; PostgreSQL {pg_version}\n")
     p("; ".join(versions()) + "\n")
-    slow = f" ({plan.slow_reps_at_large} for peers at N={max(SIZES)})"
-    slow = slow if plan.slow_reps_at_large != plan.reps else ""
-    p(f"us/iter = median of {plan.reps} runs{slow} after {plan.warmups} warm-up(s), / N.")
-    p(" spread = (slowest - fastest) / median, worst N.\n\n")
+    p(
+        f"us/iter = median over samples of (a run's wall time / N); a run is timed until its\n"
+        f"answer is back and the loop has run what it left scheduled. A sample is one run, or\n"
+        f"the mean of back-to-back runs where one run is shorter than"
+        f" {plan.min_sample * 1000:g} ms. Each cell: {plan.warmups}+ warm-up\n"
+        f"runs, then {plan.samples} samples (fewer for slow peers: see samples, per N),"
+        f" interleaved across all cells\nso a slow patch of the machine hits every row alike."
+        f" spread = (max - min) / median, worst N.\n\n"
+    )
 
     by_label = {r.row.label: r for r in results}
-    verdict = {}
-    for passed, what, _, _ in target_checks(results):
-        label = what.partition(":")[0]
-        verdict[label] = verdict.get(label, True) and passed
+    checks = target_checks(results)
+    verdict: dict[str, bool] = {}
+    for check in checks:
+        verdict[check.label] = verdict.get(check.label, True) and check.passed
 
-    headers = ["us per iteration", *(f"N={n}" for n in SIZES), "growth", "spread", "target"]
+    headers = [
+        "us per iteration",
+        *(f"N={n}" for n in SIZES),
+        "growth",
+        "spread",
+        "samples",
+        "target",
+    ]
     rows = []
     for res in results:
         if res.skipped:
-            rows.append([res.row.label, *("-" for _ in SIZES), "-", "-", "skipped"])
+            rows.append([res.row.label, *("-" for _ in SIZES), "-", "-", "-", "skipped"])
             continue
         growth = res.growth
         target = ""
@@ -641,6 +774,7 @@ def report(results: Sequence[Result], plan: Plan, elapsed: float, pg_version: st
                 *(fmt_us(res.us.get(n)) for n in SIZES),
                 f"{growth:.2f}x" if growth is not None else "-",
                 f"{max(res.spread.values()):.0%}",
+                "/".join(str(res.runs[n]) for n in SIZES),
                 target,
             ]
         )
@@ -660,10 +794,7 @@ def report(results: Sequence[Result], plan: Plan, elapsed: float, pg_version: st
     if ratio_rows:
         p(table(["peer / Tidemill, same N", *(f"N={n}" for n in SIZES)], ratio_rows) + "\n\n")
 
-    check_rows = [
-        ["PASS" if passed else "FAIL", what, goal, measured]
-        for passed, what, goal, measured in target_checks(results)
-    ]
+    check_rows = [["PASS" if c.passed else "FAIL", c.what, c.goal, c.measured] for c in checks]
     if check_rows:
         p(table(["", "Tidemill target", "goal", "measured"], check_rows, left=4) + "\n\n")
     p(f"Every run checked (steps, tool results, final answer). Total time {elapsed:.0f} s.\n")
@@ -678,11 +809,13 @@ async def profile(backend: str, n: int, runs: int, top: int) -> str:
     async with setups[backend]() as make:
         bench = await make(n)
         try:
-            await time_runs(bench, n, 2, 0)
+            for _ in range(2):
+                await timed_run(bench)
             profiler = cProfile.Profile()
             for _ in range(runs):
                 profiler.enable()
                 result = await bench.run()
+                await drain()
                 profiler.disable()
                 bench.check(result)
                 await bench.reset(result)
@@ -702,33 +835,54 @@ async def profile(backend: str, n: int, runs: int, top: int) -> str:
 
 async def main(args: argparse.Namespace) -> int:
     if args.profile:
-        print(await profile(args.profile, max(SIZES), args.profile_runs, args.top))
+        try:
+            print(await profile(args.profile, max(SIZES), args.profile_runs, args.top))
+        except Skip as skip:
+            print(f"cannot profile {args.profile}: {skip}")
+            return 1
         return 0
     plan = (
-        Plan(warmups=1, reps=3, slow_reps_at_large=3)
+        Plan(
+            samples=3,
+            warmups=1,
+            warmup_min=0.05,
+            warmup_cap=1.0,
+            min_sample=0.01,
+            slow_budget=2.0,
+            min_samples=1,
+        )
         if args.quick
-        else Plan(warmups=2, reps=args.reps, slow_reps_at_large=min(args.reps, 5))
+        else Plan(
+            samples=args.samples,
+            warmups=2,
+            warmup_min=0.2,
+            warmup_cap=1.0,
+            min_sample=0.05,
+            slow_budget=6.0,
+            min_samples=3,
+        )
     )
     try:
         pg_version = await postgres_server_version(postgres_url())
     except Skip:
         pg_version = "unreachable"
+    rows = [
+        row
+        for row in ROWS
+        if not args.only or any(word.lower() in row.label.lower() for word in args.only)
+    ]
+    load = os.getloadavg()
     started = time.perf_counter()
-    results = []
-    for row in ROWS:
-        if args.only and not any(word.lower() in row.label.lower() for word in args.only):
-            continue
-        print(f"  measuring {row.label} ...", file=sys.stderr, flush=True)
-        results.append(await measure(row, plan))
-    print(report(results, plan, time.perf_counter() - started, pg_version))
-    failed = [c for c in target_checks(results) if not c[0]]
+    results = await measure(rows, plan)
+    print(report(results, plan, time.perf_counter() - started, pg_version, load))
+    failed = [c for c in target_checks(results) if not c.passed]
     return 1 if args.strict and failed else 0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 runs after 1 warm-up")
-    parser.add_argument("--reps", type=int, default=7, help="timed runs per cell (default 7)")
+    parser.add_argument("--quick", action="store_true", help="3 short samples, 1 warm-up")
+    parser.add_argument("--samples", type=int, default=7, help="timed samples per cell")
     parser.add_argument("--only", nargs="*", help="rows whose label contains any of these words")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 import time
@@ -27,11 +28,23 @@ CREATE TABLE IF NOT EXISTS tidemill_journal (
     PRIMARY KEY (thread_id, seq)
 ) WITHOUT ROWID
 """
-_LAST_SEQ = "SELECT max(seq) FROM tidemill_journal WHERE thread_id = ?"
-_INSERT = (
-    "INSERT INTO tidemill_journal (thread_id, seq, kind, schema_version, payload, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
+
+
+@functools.cache
+def _append_statement(rows: int) -> str:
+    """One INSERT for `rows` events that stores nothing unless `after` is still last.
+
+    A single statement is its own transaction, and a writing statement takes
+    SQLite's write lock before it reads, so the check and the insert are atomic.
+    """
+    values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * rows)
+    return (
+        "INSERT INTO tidemill_journal (thread_id, seq, kind, schema_version, payload, created_at) "
+        f"SELECT * FROM (VALUES {values}) "
+        "WHERE (SELECT coalesce(max(seq), 0) FROM tidemill_journal WHERE thread_id = ?) = ?"
+    )
+
+
 _READ = (
     "SELECT seq, payload, created_at FROM tidemill_journal "
     "WHERE thread_id = ? AND seq > ? ORDER BY seq"
@@ -83,7 +96,7 @@ class SQLiteCheckpointer:
         self._connection()  # fail now, not on first use, when the file is unusable
 
     async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
-        """Append `events` after entry `after`, in one transaction."""
+        """Append `events` after entry `after`, in one statement."""
         if not events:
             return after
         now = time.time()
@@ -91,16 +104,22 @@ class SQLiteCheckpointer:
             (thread_id, after + i, e.kind, e.schema_version, encode_event(e).decode(), now)
             for i, e in enumerate(events, start=1)
         ]
-        with self._transaction(write=True) as db:
-            last = db.execute(_LAST_SEQ, (thread_id,)).fetchone()[0] or 0
-            if last != after:
-                raise JournalConflict(thread_id, after)
-            db.executemany(_INSERT, rows)
+        params = [value for row in rows for value in row]
+        params += [thread_id, after]
+        try:
+            with self._statement() as db:
+                inserted = db.execute(_append_statement(len(rows)), params).rowcount
+        except SerializationError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError):
+                raise JournalConflict(thread_id, after) from None
+            raise
+        if inserted != len(rows):
+            raise JournalConflict(thread_id, after)
         return after + len(events)
 
     async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
         """Return the records after `after`, in order."""
-        with self._transaction() as db:
+        with self._statement() as db:
             rows = db.execute(_READ, (thread_id, after)).fetchall()
         return [
             JournalRecord(
@@ -113,12 +132,12 @@ class SQLiteCheckpointer:
 
     async def threads(self) -> list[str]:
         """Return every thread id, sorted."""
-        with self._transaction() as db:
+        with self._statement() as db:
             return [row[0] for row in db.execute(_THREADS)]
 
     async def delete(self, thread_id: str) -> bool:
         """Remove a thread's journal."""
-        with self._transaction(write=True) as db:
+        with self._statement() as db:
             return db.execute(_DELETE, (thread_id,)).rowcount > 0
 
     async def prune(self, *, older_than: timedelta) -> int:
@@ -142,13 +161,8 @@ class SQLiteCheckpointer:
 
     @contextmanager
     def _transaction(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        # A ":memory:" database is one connection; threads take turns on it.
-        with self._memory_lock if self.path == ":memory:" else nullcontext():
-            yield from self._run_transaction(write)
-
-    def _run_transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
-        db = self._connection()
-        try:
+        """Several statements as one transaction; `write` takes the write lock first."""
+        with self._statement() as db:
             db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield db
@@ -156,12 +170,21 @@ class SQLiteCheckpointer:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise SerializationError(
-                f"The journal database {self.path!r} failed: {exc}",
-                hint="Check that the file is writable and not held by a crashed process.",
-                context={"path": self.path},
-            ) from exc
+
+    @contextmanager
+    def _statement(self) -> Iterator[sqlite3.Connection]:
+        """A connection for statements that are each their own transaction."""
+        # A ":memory:" database is one connection; threads take turns on it.
+        with self._memory_lock if self.path == ":memory:" else nullcontext():
+            db = self._connection()
+            try:
+                yield db
+            except sqlite3.Error as exc:
+                raise SerializationError(
+                    f"The journal database {self.path!r} failed: {exc}",
+                    hint="Check that the file is writable and not held by a crashed process.",
+                    context={"path": self.path},
+                ) from exc
 
     def _connection(self) -> sqlite3.Connection:
         if self._closed:
