@@ -36,7 +36,8 @@ def test_interrupt_lists_the_pending_calls() -> None:
 def test_run_errors_carry_the_partial_response() -> None:
     partial = AgentResponse(output=None, thread_id="t")
     error = MaxIterationsExceeded(3, response=partial)
-    assert error.response is partial and error.limit == 3
+    assert error.response is partial and error.value == 3
+    assert error.limit == "max_iterations"
 
 
 def test_journal_conflict_and_tool_arguments() -> None:

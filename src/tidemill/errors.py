@@ -12,7 +12,9 @@ The tree is organised by what the caller can do about an error::
     └── AgentError                 a run could not proceed
         ├── ApprovalError          a resume decision was invalid; nothing was stored
         ├── ThreadBusy             another process is working on the same thread
-        ├── MaxIterationsExceeded  the reason/act budget ran out (carries the partial run)
+        ├── LimitExceeded          a usage limit would be crossed (carries the partial run)
+        │   └── MaxIterationsExceeded  the reason/act budget ran out
+        ├── OutputValidationError  the final answer kept failing its schema
         ├── ToolRetriesExceeded    the model kept making bad tool calls
         ├── MalformedToolCall      the provider could not parse a tool call
         └── ScriptExhausted        the scripted test model ran out of answers
@@ -25,6 +27,13 @@ Errors from LLM providers (HTTP status, network, broken streams)::
         ├── AuthenticationError    the API key is missing, wrong or lacks access
         ├── ContextWindowExceeded  the request is longer than the model accepts
         └── ProviderTimeout        no answer within the timeout
+
+Errors from MCP servers (`tidemill.tools.mcp`)::
+
+    TidemillError
+    ├── ConfigurationError
+    │   └── MCPConnectionError     an MCP server could not be started, reached or initialised
+    └── MCPToolError               an MCP server failed a tool call, or the connection broke
 
 Every error carries a `message`, an optional `hint` (what to do next) and a
 `context` dict of JSON-safe facts. `str(error)` includes the hint.
@@ -46,9 +55,13 @@ __all__ = [
     "ConfigurationError",
     "ContextWindowExceeded",
     "JournalConflict",
+    "LimitExceeded",
+    "MCPConnectionError",
+    "MCPToolError",
     "MalformedToolCall",
     "MaxIterationsExceeded",
     "MissingDependencyError",
+    "OutputValidationError",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
@@ -231,22 +244,73 @@ class _RunEnded(AgentError):
         self.response = response
 
 
-class MaxIterationsExceeded(_RunEnded):
-    """The reason/act loop used its whole iteration budget without an answer.
+class LimitExceeded(_RunEnded):
+    """A run stopped before work that would cross one of its usage limits.
 
     Attributes:
-        limit: The budget that was crossed.
+        limit: Which limit: `requests`, `tool_calls`, `input_tokens`,
+            `output_tokens`, `total_tokens` or `max_iterations`.
+        value: The limit's value.
         response: The partial run: transcript, steps and usage so far.
     """
 
-    def __init__(self, limit: int, *, response: AgentResponse | None = None) -> None:
+    def __init__(
+        self,
+        limit: str,
+        value: int,
+        *,
+        response: AgentResponse | None = None,
+        message: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         super().__init__(
-            f"The agent did not answer within {limit} iteration(s).",
+            message or f"The run would cross its {limit} limit of {value}.",
             response=response,
-            hint="Raise max_iterations(), or make the task or tools simpler.",
-            context={"limit": limit},
+            hint=hint or f"Raise the limit with .limits({limit}=...), or narrow the task.",
+            context={"limit": limit, "value": value},
         )
         self.limit = limit
+        self.value = value
+
+
+class MaxIterationsExceeded(LimitExceeded):
+    """The reason/act loop used its whole iteration budget without an answer.
+
+    Attributes:
+        value: The budget that was crossed.
+        response: The partial run: transcript, steps and usage so far.
+    """
+
+    def __init__(self, value: int, *, response: AgentResponse | None = None) -> None:
+        super().__init__(
+            "max_iterations",
+            value,
+            response=response,
+            message=f"The agent did not answer within {value} iteration(s).",
+            hint="Raise max_iterations(), or make the task or tools simpler.",
+        )
+
+
+class OutputValidationError(_RunEnded):
+    """The model's final answer failed its output schema more often than allowed.
+
+    Attributes:
+        raw_output: The last answer, as the model wrote it.
+        errors: What was wrong with it.
+        response: The partial run.
+    """
+
+    def __init__(
+        self, raw_output: str, errors: Sequence[str], *, response: AgentResponse | None = None
+    ) -> None:
+        super().__init__(
+            "The final answer did not match the output schema: " + "; ".join(errors),
+            response=response,
+            hint="Raise the output retries, loosen the schema, or describe it in the prompt.",
+            context={"errors": list(errors)},
+        )
+        self.raw_output = raw_output
+        self.errors = list(errors)
 
 
 class ToolRetriesExceeded(_RunEnded):
@@ -400,3 +464,70 @@ class ContextWindowExceeded(ProviderError):
 
 class ProviderTimeout(ProviderError):
     """The provider did not answer, or stopped sending, within the timeout."""
+
+
+# -- MCP errors -------------------------------------------------------------------------
+# Raised by the MCP client tools (`tidemill.tools.mcp`). Messages name the server, the
+# command or URL (never its environment, headers or query string) and what went wrong.
+
+
+class MCPConnectionError(ConfigurationError):
+    """An MCP server could not be started, reached or initialised.
+
+    Raised when a connection opens, never later: a server that fails is an
+    error, not an empty tool list.
+
+    Attributes:
+        server: The server's name (the prefix of its tools' names).
+        target: The command line or URL that was tried (secrets left out).
+        reason: What went wrong, in a few words.
+        stderr: The last lines the server process wrote to stderr, if any.
+        status_code: The HTTP status that refused the connection, if any.
+
+    Example:
+        >>> err = MCPConnectionError("fs", "npx -y server-fs", "command 'npx' was not found")
+        >>> err.message
+        "Could not connect to MCP server 'fs' (npx -y server-fs): command 'npx' was not found."
+    """
+
+    def __init__(
+        self,
+        server: str,
+        target: str,
+        reason: str,
+        *,
+        stderr: str | None = None,
+        status_code: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        message = f"Could not connect to MCP server {server!r} ({target}): {reason}."
+        if stderr:
+            message += f" Its stderr ended with:\n{stderr}\n"
+        super().__init__(
+            message,
+            hint=hint,
+            context={"server": server, "target": target, "status_code": status_code},
+        )
+        self.server = server
+        self.target = target
+        self.reason = reason
+        self.stderr = stderr
+        self.status_code = status_code
+
+
+class MCPToolError(TidemillError):
+    """An MCP server failed a tool call, or its connection broke during one.
+
+    The server said the call failed (`isError`), refused the request, did not
+    answer in time, or was no longer connected. During a run the model sees
+    the message as the call's error result.
+
+    Attributes:
+        server: The server's name.
+        tool: The tool's name on the server (without the server prefix).
+    """
+
+    def __init__(self, server: str, tool: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint, context={"server": server, "tool": tool})
+        self.server = server
+        self.tool = tool

@@ -212,7 +212,7 @@ async def test_max_iterations_raises_with_the_partial_run() -> None:
     runtime = AgentRuntime(model=model, tools=[add], max_iterations=3)
     with pytest.raises(MaxIterationsExceeded) as info:
         await runtime.arun("loop forever", thread_id="t")
-    assert info.value.limit == 3
+    assert info.value.value == 3
     partial = info.value.response
     assert partial is not None
     assert len(partial.steps) == 3

@@ -6,6 +6,8 @@ Checkpointers live in `tidemill.agent.checkpoint`, journal events in
 """
 
 from tidemill.agent._builder import AgentBuilder, agent
+from tidemill.agent._limits import UsageLimits
+from tidemill.agent._output import OutputSpec
 from tidemill.agent._runtime import AgentRuntime, Prompt
 from tidemill.agent.checkpoint import (
     Checkpointer,
@@ -21,10 +23,12 @@ __all__ = [
     "Checkpointer",
     "JournalRecord",
     "MemoryCheckpointer",
+    "OutputSpec",
     "PostgresCheckpointer",
     "Prompt",
     "SQLiteCheckpointer",
     "ThreadState",
     "ThreadStatus",
+    "UsageLimits",
     "agent",
 ]

@@ -8,6 +8,8 @@ from typing import Any, Self, Unpack
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
+from tidemill.agent._limits import UsageLimits
+from tidemill.agent._output import OutputSpec
 from tidemill.agent._runtime import AgentRuntime, Prompt
 from tidemill.agent.checkpoint import Checkpointer, MemoryCheckpointer, resolve_checkpointer
 from tidemill.agent.journal import JournalRecord, ThreadState
@@ -65,6 +67,8 @@ class AgentBuilder:
         self._max_parallel = 8
         self._approval = False
         self._checkpointer: Checkpointer | None = None
+        self._limits = UsageLimits()
+        self._output: OutputSpec | None = None
         self._owned: list[Model | Checkpointer] = []
         self._runtime: AgentRuntime | None = None
         self._sync = LoopThread("tidemill-agent")
@@ -196,6 +200,64 @@ class AgentBuilder:
         self._checkpointer = checkpointer
         return self._changed()
 
+    def limits(
+        self,
+        *,
+        requests: int | None = None,
+        tool_calls: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        total_tokens: int | None = None,
+    ) -> Self:
+        """Cap what one run may spend, across pauses and resumes.
+
+        A limit is checked before the work that would cross it (a model call,
+        a turn's whole batch of tool calls); token limits once a model has
+        answered, before any of its tool calls runs. Crossing one raises
+        `LimitExceeded` naming it, with the partial run.
+
+        Raises:
+            ConfigurationError: If a limit is less than 1.
+
+        Example:
+            >>> from tidemill import agent
+            >>> _ = agent().llm("fake").limits(requests=5, total_tokens=20_000)
+        """
+        self._limits = UsageLimits(
+            requests=requests,
+            tool_calls=tool_calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=total_tokens,
+        )
+        return self._changed()
+
+    def output(self, output: type[Any] | Mapping[str, JsonValue], /, *, retries: int = 2) -> Self:
+        """Require the final answer to have a shape.
+
+        Args:
+            output: A pydantic model (or any type pydantic can validate), or a
+                JSON Schema dict. `AgentResponse.output` is then the validated
+                instance, or the validated JSON value for a schema.
+            retries: Invalid answers the model may correct, seeing the
+                validation errors, before `OutputValidationError`.
+
+        Raises:
+            ConfigurationError: For a type without a schema or an invalid schema.
+
+        Example:
+            >>> from pydantic import BaseModel
+            >>> from tidemill import agent
+            >>> class Verdict(BaseModel):
+            ...     approve: bool
+            ...     reason: str
+            >>> bot = agent().llm("fake", responses=['{"approve": true, "reason": "ok"}'])
+            >>> bot.output(Verdict).run("Approve?").output
+            Verdict(approve=True, reason='ok')
+        """
+        self._output = OutputSpec.of(output, retries=retries)
+        return self._changed()
+
     # -- building ----------------------------------------------------------------
 
     def build(self) -> AgentRuntime:
@@ -225,6 +287,8 @@ class AgentBuilder:
             max_parallel=self._max_parallel,
             require_approval=self._approval,
             checkpointer=self._checkpointer,
+            limits=self._limits,
+            output=self._output,
         )
         return self._runtime
 

@@ -10,11 +10,9 @@ process or another, without repeating a finished call.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterator,
     Iterable,
     Iterator,
@@ -28,47 +26,32 @@ from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
 from tidemill.agent._decisions import decision_events, decisions_from_flags
+from tidemill.agent._limits import UsageLimits
+from tidemill.agent._loop import AgentLoop
+from tidemill.agent._output import OutputSpec
 from tidemill.agent._thread import ThreadWriter, load_state
+from tidemill.agent._tool_runner import ToolRunner
 from tidemill.agent.checkpoint import Checkpointer, MemoryCheckpointer
 from tidemill.agent.journal import (
-    ApprovalRequested,
-    Correction,
-    JournalEvent,
     JournalRecord,
-    ModelTurn,
-    RunFailed,
-    RunFinished,
     ThreadState,
-    ToolFinished,
-    ToolStarted,
     UserInput,
 )
 from tidemill.errors import (
-    AgentError,
     AgentInterrupt,
     ApprovalError,
     ConfigurationError,
-    MalformedToolCall,
-    MaxIterationsExceeded,
     ThreadBusy,
-    ToolArgumentsError,
-    ToolRetriesExceeded,
 )
-from tidemill.llm import Model, ModelRequest, ModelSettings
-from tidemill.tools import ToolContext, ToolLike, ToolRegistry
+from tidemill.llm import Model, ModelSettings
+from tidemill.tools import ToolLike, ToolRegistry
 from tidemill.types import (
     AgentResponse,
-    ApprovalRequired,
     Decision,
     Message,
-    ModelResponse,
-    RunDone,
     StreamEvent,
     TextDelta,
     ToolCall,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
 )
 
 __all__ = ["AgentRuntime", "Prompt"]
@@ -102,6 +85,9 @@ class AgentRuntime:
             tool asks for approval.
         checkpointer: Where journals are kept; in memory by default, so
             approval pauses work without configuring anything.
+        limits: Usage budgets per run, beside `max_iterations`.
+        output: The shape the final answer must have; `AgentResponse.output`
+            is then the validated value.
 
     Example:
         >>> from tidemill.llm import ScriptedModel
@@ -123,6 +109,8 @@ class AgentRuntime:
         max_parallel: int = 8,
         require_approval: bool = False,
         checkpointer: Checkpointer | None = None,
+        limits: UsageLimits | None = None,
+        output: OutputSpec | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ConfigurationError("max_iterations must be at least 1.")
@@ -146,7 +134,22 @@ class AgentRuntime:
         self.max_parallel = max_parallel
         self.require_approval = require_approval
         self.checkpointer: Checkpointer = checkpointer or MemoryCheckpointer()
-        self._system = (Message.system(system_prompt),) if system_prompt else ()
+        self.limits = limits or UsageLimits()
+        self.output = output
+        self._loop = AgentLoop(
+            model=model,
+            runner=ToolRunner(
+                self.tools,
+                agent_name=name,
+                parallel=parallel_tools,
+                max_parallel=max_parallel,
+                require_approval=require_approval,
+            ),
+            system_prompt=system_prompt,
+            tool_call_retries=tool_call_retries,
+            limits=self.limits,
+            output=output,
+        )
         self._sync = LoopThread(f"tidemill-{name}")
 
     # -- running ---------------------------------------------------------------
@@ -217,7 +220,7 @@ class AgentRuntime:
         """
         budget = self._budget(max_iterations)
         writer = await self._begin(prompt, thread_id)
-        async for event in self._drive(writer, budget, settings, streaming=True):
+        async for event in self._loop.drive(writer, budget, settings, streaming=True):
             yield event
 
     def stream(
@@ -444,6 +447,8 @@ class AgentRuntime:
             "parallel_tools": self.parallel_tools,
             "require_approval": self.require_approval,
             "checkpointer": type(self.checkpointer).__name__,
+            "limits": self.limits.describe(),
+            "output_schema": self.output.schema if self.output else None,
         }
 
     def close(self) -> None:
@@ -482,13 +487,15 @@ class AgentRuntime:
         self, writer: ThreadWriter, max_iterations: int | None, settings: ModelSettings
     ) -> AgentResponse:
         budget = self._budget(max_iterations)
-        async with aclosing(self._drive(writer, budget, settings, streaming=False)) as events:
+        async with aclosing(self._loop.drive(writer, budget, settings, streaming=False)) as events:
             async for event in events:
                 if event.type == "done":
                     return event.response
                 if event.type == "approval_required":
                     raise AgentInterrupt(
-                        thread_id=writer.thread_id, pending=event.calls, response=_partial(writer)
+                        thread_id=writer.thread_id,
+                        pending=event.calls,
+                        response=self._loop.response(writer),
                     )
         raise AssertionError("the loop ended without an outcome")  # pragma: no cover
 
@@ -498,214 +505,6 @@ class AgentRuntime:
         if max_iterations < 1:
             raise ConfigurationError("max_iterations must be at least 1.")
         return max_iterations
-
-    async def _drive(
-        self, writer: ThreadWriter, budget: int, settings: ModelSettings, *, streaming: bool
-    ) -> AsyncGenerator[StreamEvent, None]:
-        state = writer.state
-        started: set[str] = set()
-        while True:
-            if state.open_calls:
-                runnable = [
-                    state.approved.get(cid, call)
-                    for cid, call in state.open_calls.items()
-                    if cid not in state.pending
-                ]
-                if not runnable:
-                    yield ApprovalRequired(
-                        thread_id=writer.thread_id, calls=tuple(state.pending.values())
-                    )
-                    return
-                async for event in self._act(writer, runnable, started, streaming=streaming):
-                    yield event
-                continue  # decisions may have arrived meanwhile
-            if state.corrections > self.tool_call_retries:
-                detail = state.last_error or "unknown error"
-                await writer.append(RunFailed(reason="tool_call_retries", message=detail))
-                raise ToolRetriesExceeded(self.tool_call_retries, detail, response=_partial(writer))
-            if state.iterations >= budget:
-                await writer.append(
-                    RunFailed(reason="max_iterations", message=f"{budget} iteration(s) used")
-                )
-                raise MaxIterationsExceeded(budget, response=_partial(writer))
-
-            request = ModelRequest(
-                (*self._system, *state.messages), self.tools.definitions(), settings
-            )
-            try:
-                if streaming:
-                    response: ModelResponse | None = None
-                    async with aclosing(self.model.stream(request)) as chunks:
-                        async for chunk in chunks:
-                            if chunk.type == "response":
-                                response = chunk.response
-                            yield chunk
-                    if response is None:
-                        raise AgentError("The model's stream ended without its final response.")
-                else:
-                    response = await self.model.request(request)
-            except MalformedToolCall as exc:
-                _log.warning("Model produced an unparseable tool call: %s", exc)
-                await writer.append(Correction(error=str(exc), feedback=exc.feedback))
-                continue
-
-            calls = response.message.tool_calls
-            turn = ModelTurn(response=response)
-            if not calls:
-                await writer.append(turn, RunFinished(output=response.message.content))
-                yield RunDone(response=_partial(writer))
-                return
-            started = set()
-            await writer.append(turn, *self._admit(writer, calls, started))
-
-    def _admit(
-        self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]
-    ) -> list[JournalEvent]:
-        """Sort a fresh turn's calls: refused now, awaiting approval, or started now."""
-        events: list[JournalEvent] = []
-        pending: list[ToolCall] = []
-        runnable: list[ToolCall] = []
-        for call in calls:
-            refusal = self._refuse(writer, call)
-            if refusal is not None:
-                events.append(ToolFinished(result=refusal))
-                continue
-            tool = self.tools.get(call.name)
-            if self.require_approval or (tool is not None and tool.requires_approval):
-                pending.append(call)
-            else:
-                runnable.append(call)
-        if pending:
-            events.append(ApprovalRequested(calls=tuple(pending)))
-        # Journal before effect: calls about to run are marked started in the
-        # same write as the turn. Serially, only the first one.
-        for call in runnable if self.parallel_tools else runnable[:1]:
-            events.append(ToolStarted(call=call, attempt=1))
-            started.add(call.id)
-        return events
-
-    def _refuse(self, writer: ThreadWriter, call: ToolCall) -> ToolResult | None:
-        """The error result for a call that cannot run, or None when it can."""
-        if call.raw_arguments is not None:
-            problem = (
-                f"The arguments of {call.name!r} are not a JSON object: "
-                f"{call.raw_arguments[:200]!r}. Send the arguments as one JSON object."
-            )
-        elif (tool := self.tools.get(call.name)) is None:
-            close = self.tools.suggest(call.name)
-            problem = (
-                f"There is no tool named {call.name!r}. "
-                + (f"Did you mean {' or '.join(map(repr, close))}? " if close else "")
-                + f"Available tools: {', '.join(self.tools.names()) or 'none'}."
-            )
-        else:
-            try:
-                writer.validated[call.id] = tool.validate(call.arguments)
-            except ToolArgumentsError as exc:
-                problem = f"{exc.message}. Correct the arguments and call the tool again."
-            else:
-                return None
-        return ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True)
-
-    async def _act(
-        self,
-        writer: ThreadWriter,
-        calls: Sequence[ToolCall],
-        started: set[str],
-        *,
-        streaming: bool,
-    ) -> AsyncIterator[StreamEvent]:
-        """Run calls whose turn was journaled; yield their start and end events."""
-        if not calls:
-            return
-        if streaming:
-            for call in calls:
-                yield ToolCallStart(call=call)
-        if not self.parallel_tools or len(calls) == 1:
-            for call in calls:
-                await self._mark_started(writer, [call], started)
-                result = await self._execute(writer, call)
-                if streaming:
-                    yield ToolCallEnd(result=result)
-            return
-        await self._mark_started(writer, calls, started)
-        limit = asyncio.Semaphore(self.max_parallel)
-
-        async def bounded(call: ToolCall) -> ToolResult:
-            async with limit:
-                return await self._execute(writer, call)
-
-        tasks = [asyncio.ensure_future(bounded(call)) for call in calls]
-        try:
-            for finished in asyncio.as_completed(tasks):
-                result = await finished
-                if streaming:
-                    yield ToolCallEnd(result=result)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def _mark_started(
-        self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]
-    ) -> None:
-        """Journal calls as started, unless this pass already did.
-
-        A call started by an earlier pass has no result: its process died, or
-        it is still running elsewhere. It runs again only when the caller said so.
-        """
-        attempts = writer.state.attempts
-        in_flight = [c for c in calls if c.id in attempts and c.id not in started]
-        if in_flight and not writer.retry_in_flight:
-            names = ", ".join(f"{c.name} ({c.id})" for c in in_flight)
-            raise ThreadBusy(
-                f"Tool call {names} on thread {writer.thread_id!r} was started and has no "
-                "result: it may still be running in another process, or that process died.",
-                hint="Once you know it is not running, resume(thread_id, retry_in_flight=True) "
-                "runs it again with the same idempotency key.",
-                context={"thread_id": writer.thread_id, "calls": [c.id for c in in_flight]},
-            )
-        fresh = [
-            ToolStarted(call=call, attempt=attempts.get(call.id, 0) + 1)
-            for call in calls
-            if call.id not in started
-        ]
-        if fresh:
-            await writer.append(*fresh)
-            started.update(event.call.id for event in fresh)
-
-    async def _execute(self, writer: ThreadWriter, call: ToolCall) -> ToolResult:
-        """Run one started call and journal its result; tool errors become results."""
-        tool = self.tools.get(call.name)
-        arguments = writer.validated.pop(call.id, None)
-        content: str
-        failed = True
-        if tool is None:
-            content = f"There is no tool named {call.name!r}."
-        else:
-            context = ToolContext(
-                thread_id=writer.thread_id,
-                call_id=call.id,
-                tool_name=call.name,
-                attempt=writer.state.attempts.get(call.id, 1),
-                agent=self.name,
-            )
-            try:
-                if arguments is None:
-                    arguments = tool.validate(call.arguments)
-                content, failed = tool.render(await tool.acall(arguments, context)), False
-            except ToolArgumentsError as exc:
-                content = exc.message
-            except Exception as exc:
-                _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
-                content = f"The tool raised {type(exc).__name__}: {exc}"
-        result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
-        await writer.append(ToolFinished(result=result))
-        return result
-
-
-def _partial(writer: ThreadWriter) -> AgentResponse:
-    return writer.state.response(latency_ms=writer.elapsed_ms())
 
 
 def _messages(prompt: Prompt) -> tuple[Message, ...]:

@@ -37,6 +37,7 @@ __all__ = [
     "JournalEvent",
     "JournalRecord",
     "ModelTurn",
+    "OutputRejected",
     "RunFailed",
     "RunFinished",
     "ThreadState",
@@ -112,6 +113,14 @@ class ApprovalDecided(_Event):
     decided_at: datetime
 
 
+class OutputRejected(_Event):
+    """The model's final answer failed the output schema; the model is told why."""
+
+    kind: Literal["output_rejected"] = "output_rejected"
+    errors: tuple[str, ...]
+    feedback: str
+
+
 class RunFinished(_Event):
     """The model answered without tool calls; the run is over."""
 
@@ -123,8 +132,10 @@ class RunFailed(_Event):
     """The run stopped at a bound; the thread can take a new run."""
 
     kind: Literal["failed"] = "failed"
-    reason: Literal["max_iterations", "tool_call_retries"]
+    reason: Literal["limit", "tool_call_retries", "output_validation"]
     message: str
+    limit: str | None = None
+    """For a crossed limit: which one (`max_iterations`, `requests`, `tool_calls`, ...)."""
 
 
 JournalEvent = Annotated[
@@ -135,6 +146,7 @@ JournalEvent = Annotated[
     | ToolFinished
     | ApprovalRequested
     | ApprovalDecided
+    | OutputRejected
     | RunFinished
     | RunFailed,
     Field(discriminator="kind"),
@@ -181,8 +193,14 @@ class ThreadState:
     """The current or last run."""
     steps: list[AgentStep] = field(default_factory=list)
     """The current or last run's steps."""
+    run_start: int = 0
+    """Index in `messages` where the current run's input begins."""
     iterations: int = 0
     """Model turns in the current run, corrections included."""
+    tool_calls: int = 0
+    """Tool calls started in the current run (a re-run after a crash not counted again)."""
+    output_retries: int = 0
+    """Final answers of the current run rejected by the output schema."""
     corrections: int = 0
     """Turns of the current run with a failed tool call, plus parse corrections."""
     open_calls: dict[str, ToolCall] = field(default_factory=dict)
@@ -210,6 +228,8 @@ class ThreadState:
             self._model_turn(event.response)
         elif event.kind == "tool_started":
             self.attempts[event.call.id] = event.attempt
+            if event.attempt == 1:
+                self.tool_calls += 1
         elif event.kind == "user_message":
             self._start(event)
         elif event.kind == "correction":
@@ -218,6 +238,10 @@ class ThreadState:
             self.last_error = event.error
             self.messages.append(Message.user(event.feedback))
             self.steps.append(AgentStep(index=len(self.steps), note=f"[recovered] {event.error}"))
+        elif event.kind == "output_rejected":
+            self.output_retries += 1
+            self.last_error = "; ".join(event.errors)
+            self.messages.append(Message.user(event.feedback))
         elif event.kind == "approval_requested":
             self.status = "paused"
             for call in event.calls:
@@ -251,9 +275,10 @@ class ThreadState:
 
     def _start(self, event: UserInput) -> None:
         self.status, self.run_id = "running", event.run_id
+        self.run_start = len(self.messages)
         self.messages.extend(event.messages)
         self.steps = []
-        self.iterations = self.corrections = 0
+        self.iterations = self.corrections = self.tool_calls = self.output_retries = 0
         self.output = self.error = self.last_error = None
         self._step_of.clear()
         self._failed_steps.clear()

@@ -42,6 +42,7 @@ from tidemill.agent.journal import (
     JournalEvent,
     JournalRecord,
     ModelTurn,
+    OutputRejected,
     RunFailed,
     RunFinished,
     ToolFinished,
@@ -333,7 +334,8 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
             }
         ),
         RunFinished(output="plain text"),
-        RunFailed(reason="max_iterations", message="10 iteration(s) used"),
+        OutputRejected(errors=("population: Field required",), feedback="Reply again."),
+        RunFailed(reason="limit", limit="max_iterations", message="10 iteration(s) used"),
         RunFailed(reason="tool_call_retries", message="The tool raised ValueError: bad"),
     ]
 

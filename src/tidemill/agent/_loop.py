@@ -1,0 +1,198 @@
+"""`AgentLoop`: think, then act, until the model answers or a bound is crossed.
+
+Every step is appended to the thread's journal before its effect, so the loop
+can start from any journal: a fresh run, an approval just decided, or a run
+whose process died. It first settles the open calls of the last model turn,
+then checks the bounds, then asks the model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from tidemill.agent._limits import UsageLimits
+from tidemill.agent._output import OutputSpec
+from tidemill.agent._thread import ThreadWriter
+from tidemill.agent._tool_runner import ToolRunner
+from tidemill.agent.journal import (
+    Correction,
+    JournalEvent,
+    ModelTurn,
+    OutputRejected,
+    RunFailed,
+    RunFinished,
+    ToolFinished,
+)
+from tidemill.errors import (
+    AgentError,
+    LimitExceeded,
+    MalformedToolCall,
+    MaxIterationsExceeded,
+    OutputValidationError,
+    ToolRetriesExceeded,
+)
+from tidemill.llm import Model, ModelRequest, ModelSettings
+from tidemill.types import (
+    AgentResponse,
+    ApprovalRequired,
+    Message,
+    ModelResponse,
+    RunDone,
+    StreamEvent,
+    ToolCall,
+    ToolResult,
+)
+
+__all__ = ["AgentLoop"]
+
+_log = logging.getLogger("tidemill.agent")
+
+
+@dataclass(frozen=True)
+class AgentLoop:
+    """The reason/act loop of one agent configuration; holds no per-run state."""
+
+    model: Model
+    runner: ToolRunner
+    system_prompt: str | None = None
+    tool_call_retries: int = 2
+    limits: UsageLimits = field(default_factory=UsageLimits)
+    output: OutputSpec | None = None
+    _system: tuple[Message, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = [p for p in (self.system_prompt, self.output and self.output.instructions) if p]
+        system = (Message.system("\n\n".join(parts)),) if parts else ()
+        object.__setattr__(self, "_system", system)
+
+    def response(self, writer: ThreadWriter) -> AgentResponse:
+        """The run so far, its output turned back into the output type when it has one."""
+        response = writer.state.response(latency_ms=writer.elapsed_ms())
+        if self.output is not None and writer.state.status == "finished":
+            response.output = self.output.load(writer.state.output)
+        return response
+
+    async def drive(
+        self, writer: ThreadWriter, budget: int, settings: ModelSettings, *, streaming: bool
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Run the loop from wherever the journal stands; `RunDone` or `ApprovalRequired` last."""
+        state = writer.state
+        started: set[str] = set()
+        while True:
+            if state.open_calls:
+                runnable = [
+                    state.approved.get(cid, call)
+                    for cid, call in state.open_calls.items()
+                    if cid not in state.pending
+                ]
+                if not runnable:
+                    yield ApprovalRequired(
+                        thread_id=writer.thread_id, calls=tuple(state.pending.values())
+                    )
+                    return
+                async for event in self.runner.act(writer, runnable, started, streaming=streaming):
+                    yield event
+                continue  # decisions may have arrived meanwhile
+            await self._check_bounds(writer, budget)
+
+            response: ModelResponse | None = None
+            request = ModelRequest(
+                (*self._system, *state.messages), self.runner.tools.definitions(), settings
+            )
+            try:
+                if streaming:
+                    async with aclosing(self.model.stream(request)) as chunks:
+                        async for chunk in chunks:
+                            if chunk.type == "response":
+                                response = chunk.response
+                            yield chunk
+                    if response is None:
+                        raise AgentError("The model's stream ended without its final response.")
+                else:
+                    response = await self.model.request(request)
+            except MalformedToolCall as exc:
+                _log.warning("Model produced an unparseable tool call: %s", exc)
+                await writer.append(Correction(error=str(exc), feedback=exc.feedback))
+                continue
+
+            turn = ModelTurn(response=response)
+            calls = response.message.tool_calls
+            crossed = self.limits.after_response(state.usage + response.usage)
+            if crossed is not None:
+                await self._stop(writer, crossed, turn, calls)
+            if not calls:
+                if await self._finish(writer, turn, response.message.content):
+                    yield RunDone(response=self.response(writer))
+                    return
+                continue
+            admission = self.runner.admit(writer, calls)
+            batch = len(admission.pending) + len(admission.runnable)
+            crossed = self.limits.before_tools(state.tool_calls, batch)
+            if crossed is not None:
+                await self._stop(writer, crossed, turn, calls)
+            started = set()
+            await writer.append(turn, *self.runner.admission_events(admission, started))
+
+    async def _check_bounds(self, writer: ThreadWriter, budget: int) -> None:
+        """Fail the run before the next model call when a bound says so."""
+        state = writer.state
+        if state.corrections > self.tool_call_retries:
+            detail = state.last_error or "unknown error"
+            await writer.append(RunFailed(reason="tool_call_retries", message=detail))
+            raise ToolRetriesExceeded(
+                self.tool_call_retries, detail, response=self.response(writer)
+            )
+        if self.output is not None and state.output_retries > self.output.retries:
+            detail = state.last_error or "invalid output"
+            await writer.append(RunFailed(reason="output_validation", message=detail))
+            raw = state.messages[-2].content if len(state.messages) > 1 else ""
+            raise OutputValidationError(raw, detail.split("; "), response=self.response(writer))
+        if state.iterations >= budget:
+            await writer.append(
+                RunFailed(
+                    reason="limit", limit="max_iterations", message=f"{budget} iteration(s) used"
+                )
+            )
+            raise MaxIterationsExceeded(budget, response=self.response(writer))
+        crossed = self.limits.before_request(state.usage)
+        if crossed is not None:
+            await self._stop(writer, crossed)
+
+    async def _finish(self, writer: ThreadWriter, turn: ModelTurn, text: str) -> bool:
+        """Journal a final answer, or its rejection by the output schema; True when done."""
+        if self.output is None:
+            await writer.append(turn, RunFinished(output=text))
+            return True
+        value, errors = self.output.parse(text)
+        if errors:
+            feedback = self.output.feedback(errors)
+            await writer.append(turn, OutputRejected(errors=tuple(errors), feedback=feedback))
+            return False
+        await writer.append(turn, RunFinished(output=value))
+        return True
+
+    async def _stop(
+        self,
+        writer: ThreadWriter,
+        crossed: tuple[str, int],
+        turn: ModelTurn | None = None,
+        calls: tuple[ToolCall, ...] = (),
+    ) -> None:
+        """End the run at a limit. A turn that crossed it is kept, its calls answered unrun."""
+        name, value = crossed
+        events: list[JournalEvent] = []
+        if turn is not None:
+            events.append(turn)
+            note = f"Not run: the run reached its {name} limit of {value}."
+            events += [
+                ToolFinished(
+                    result=ToolResult(call_id=c.id, name=c.name, content=note, is_error=True)
+                )
+                for c in calls
+            ]
+        events.append(RunFailed(reason="limit", limit=name, message=f"{name} limit of {value}"))
+        await writer.append(*events)
+        raise LimitExceeded(name, value, response=self.response(writer))

@@ -1,0 +1,121 @@
+"""`OutputSpec`: a run's final answer parsed and validated against a type or JSON Schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+import pydantic
+from pydantic import JsonValue, TypeAdapter
+
+from tidemill.errors import ConfigurationError
+
+__all__ = ["OutputSpec"]
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    r"""How a final answer must look, and how to tell the model when it does not.
+
+    Build one with `OutputSpec.of(type_or_schema)`: a pydantic model (or any
+    type pydantic understands) gives back validated instances; a JSON Schema
+    dict gives back the validated JSON value.
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> class City(BaseModel):
+        ...     name: str
+        ...     population: int
+        >>> spec = OutputSpec.of(City)
+        >>> spec.parse('```json\n{"name": "Lyon", "population": 522250}\n```')
+        ({'name': 'Lyon', 'population': 522250}, [])
+        >>> spec.load({"name": "Lyon", "population": 522250})
+        City(name='Lyon', population=522250)
+        >>> spec.parse('{"name": "Lyon"}')[1]
+        ['population: Field required']
+    """
+
+    schema: dict[str, JsonValue]
+    """The JSON Schema the answer must match; sent to the model."""
+    retries: int = 2
+    """How many invalid answers the model may correct before the run fails."""
+    _adapter: TypeAdapter[Any] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, output: type[Any] | Mapping[str, JsonValue], *, retries: int = 2) -> OutputSpec:
+        """Build a spec from a type or a JSON Schema.
+
+        Raises:
+            ConfigurationError: When the schema is invalid or the type has no schema.
+        """
+        if retries < 0:
+            raise ConfigurationError("Output retries must not be negative.")
+        if isinstance(output, Mapping):
+            schema = dict(output)
+            try:
+                jsonschema.validators.validator_for(schema).check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                raise ConfigurationError(
+                    f"The output schema is not a valid JSON Schema: {exc.message}",
+                    hint="Pass a pydantic model, or a JSON Schema dict.",
+                ) from None
+            return cls(schema=schema, retries=retries)
+        try:
+            adapter: TypeAdapter[Any] = TypeAdapter(output)
+            schema = adapter.json_schema()
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+            raise ConfigurationError(
+                f"Cannot use {output!r} as an output type: {exc}",
+                hint="Use a pydantic model, a dataclass, a TypedDict, or a JSON Schema dict.",
+            ) from None
+        return cls(schema=schema, retries=retries, _adapter=adapter)
+
+    @property
+    def instructions(self) -> str:
+        """What the model is told about the answer's shape."""
+        return (
+            "When you give your final answer, reply with only a JSON value that matches "
+            f"this JSON Schema, and nothing else:\n{json.dumps(self.schema)}"
+        )
+
+    def parse(self, text: str) -> tuple[JsonValue, list[str]]:
+        """Parse and validate a final answer: the JSON value, or the problems found."""
+        fenced = _FENCE.match(text)
+        raw = fenced.group(1) if fenced else text.strip()
+        try:
+            value: JsonValue = json.loads(raw)
+        except ValueError as exc:
+            return None, [f"the answer is not JSON: {exc}"]
+        if self._adapter is not None:
+            try:
+                checked = self._adapter.validate_python(value)
+            except pydantic.ValidationError as exc:
+                return None, [
+                    f"{'.'.join(str(p) for p in e['loc']) or '(answer)'}: {e['msg']}"
+                    for e in exc.errors(include_url=False)
+                ]
+            return self._adapter.dump_python(checked, mode="json"), []
+        validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+        problems = [
+            f"{'.'.join(str(p) for p in e.absolute_path) or '(answer)'}: {e.message}"
+            for e in validator.iter_errors(value)
+        ]
+        return (None, sorted(problems)) if problems else (value, [])
+
+    def load(self, value: JsonValue) -> Any:
+        """Turn a validated JSON value back into the output type."""
+        return value if self._adapter is None else self._adapter.validate_python(value)
+
+    def feedback(self, errors: list[str]) -> str:
+        """What the model is told when its answer did not validate."""
+        return (
+            "Your answer did not match the required JSON Schema: "
+            + "; ".join(errors)
+            + ". Reply again with only the corrected JSON value."
+        )

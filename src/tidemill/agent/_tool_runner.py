@@ -1,0 +1,192 @@
+"""`ToolRunner`: admitting a turn's tool calls, and running them journal-first."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from tidemill.agent._thread import ThreadWriter
+from tidemill.agent.journal import ApprovalRequested, JournalEvent, ToolFinished, ToolStarted
+from tidemill.errors import ThreadBusy, ToolArgumentsError
+from tidemill.tools import ToolContext, ToolRegistry
+from tidemill.types import StreamEvent, ToolCall, ToolCallEnd, ToolCallStart, ToolResult
+
+__all__ = ["Admission", "ToolRunner"]
+
+_log = logging.getLogger("tidemill.agent")
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A fresh turn's calls, sorted."""
+
+    refused: list[ToolResult]
+    """Calls that cannot run (unknown tool, bad arguments), with the error the model sees."""
+    pending: list[ToolCall]
+    """Calls that wait for a person's decision."""
+    runnable: list[ToolCall]
+    """Calls that may run now."""
+
+
+@dataclass(frozen=True)
+class ToolRunner:
+    """Runs an agent's tool calls: validated first, journaled before and after each effect."""
+
+    tools: ToolRegistry
+    agent_name: str = "agent"
+    parallel: bool = True
+    max_parallel: int = 8
+    require_approval: bool = False
+
+    def admit(self, writer: ThreadWriter, calls: Sequence[ToolCall]) -> Admission:
+        """Sort a fresh turn's calls: refused now, awaiting approval, or runnable."""
+        refused: list[ToolResult] = []
+        pending: list[ToolCall] = []
+        runnable: list[ToolCall] = []
+        for call in calls:
+            refusal = self._refuse(writer, call)
+            if refusal is not None:
+                refused.append(refusal)
+                continue
+            tool = self.tools.get(call.name)
+            if self.require_approval or (tool is not None and tool.requires_approval):
+                pending.append(call)
+            else:
+                runnable.append(call)
+        return Admission(refused, pending, runnable)
+
+    def admission_events(self, admission: Admission, started: set[str]) -> list[JournalEvent]:
+        """The events that record an admission, written with the turn itself.
+
+        Journal before effect: calls about to run are marked started in the
+        same write as the turn; run serially, only the first one.
+        """
+        events: list[JournalEvent] = [ToolFinished(result=r) for r in admission.refused]
+        if admission.pending:
+            events.append(ApprovalRequested(calls=tuple(admission.pending)))
+        runnable = admission.runnable
+        for call in runnable if self.parallel else runnable[:1]:
+            events.append(ToolStarted(call=call, attempt=1))
+            started.add(call.id)
+        return events
+
+    def _refuse(self, writer: ThreadWriter, call: ToolCall) -> ToolResult | None:
+        """The error result for a call that cannot run, or None when it can."""
+        if call.raw_arguments is not None:
+            problem = (
+                f"The arguments of {call.name!r} are not a JSON object: "
+                f"{call.raw_arguments[:200]!r}. Send the arguments as one JSON object."
+            )
+        elif (tool := self.tools.get(call.name)) is None:
+            close = self.tools.suggest(call.name)
+            problem = (
+                f"There is no tool named {call.name!r}. "
+                + (f"Did you mean {' or '.join(map(repr, close))}? " if close else "")
+                + f"Available tools: {', '.join(self.tools.names()) or 'none'}."
+            )
+        else:
+            try:
+                writer.validated[call.id] = tool.validate(call.arguments)
+            except ToolArgumentsError as exc:
+                problem = f"{exc.message}. Correct the arguments and call the tool again."
+            else:
+                return None
+        return ToolResult(call_id=call.id, name=call.name, content=problem, is_error=True)
+
+    async def act(
+        self,
+        writer: ThreadWriter,
+        calls: Sequence[ToolCall],
+        started: set[str],
+        *,
+        streaming: bool,
+    ) -> AsyncIterator[StreamEvent]:
+        """Run calls whose turn was journaled; yield their start and end events."""
+        if not calls:
+            return
+        if streaming:
+            for call in calls:
+                yield ToolCallStart(call=call)
+        if not self.parallel or len(calls) == 1:
+            for call in calls:
+                await self._mark_started(writer, [call], started)
+                result = await self._execute(writer, call)
+                if streaming:
+                    yield ToolCallEnd(result=result)
+            return
+        await self._mark_started(writer, calls, started)
+        limit = asyncio.Semaphore(self.max_parallel)
+
+        async def bounded(call: ToolCall) -> ToolResult:
+            async with limit:
+                return await self._execute(writer, call)
+
+        tasks = [asyncio.ensure_future(bounded(call)) for call in calls]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                result = await finished
+                if streaming:
+                    yield ToolCallEnd(result=result)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _mark_started(
+        self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]
+    ) -> None:
+        """Journal calls as started, unless this pass already did.
+
+        A call started by an earlier pass has no result: its process died, or
+        it is still running elsewhere. It runs again only when the caller said so.
+        """
+        attempts = writer.state.attempts
+        in_flight = [c for c in calls if c.id in attempts and c.id not in started]
+        if in_flight and not writer.retry_in_flight:
+            names = ", ".join(f"{c.name} ({c.id})" for c in in_flight)
+            raise ThreadBusy(
+                f"Tool call {names} on thread {writer.thread_id!r} was started and has no "
+                "result: it may still be running in another process, or that process died.",
+                hint="Once you know it is not running, resume(thread_id, retry_in_flight=True) "
+                "runs it again with the same idempotency key.",
+                context={"thread_id": writer.thread_id, "calls": [c.id for c in in_flight]},
+            )
+        fresh = [
+            ToolStarted(call=call, attempt=attempts.get(call.id, 0) + 1)
+            for call in calls
+            if call.id not in started
+        ]
+        if fresh:
+            await writer.append(*fresh)
+            started.update(event.call.id for event in fresh)
+
+    async def _execute(self, writer: ThreadWriter, call: ToolCall) -> ToolResult:
+        """Run one started call and journal its result; tool errors become results."""
+        tool = self.tools.get(call.name)
+        arguments = writer.validated.pop(call.id, None)
+        content: str
+        failed = True
+        if tool is None:
+            content = f"There is no tool named {call.name!r}."
+        else:
+            context = ToolContext(
+                thread_id=writer.thread_id,
+                call_id=call.id,
+                tool_name=call.name,
+                attempt=writer.state.attempts.get(call.id, 1),
+                agent=self.agent_name,
+            )
+            try:
+                if arguments is None:
+                    arguments = tool.validate(call.arguments)
+                content, failed = tool.render(await tool.acall(arguments, context)), False
+            except ToolArgumentsError as exc:
+                content = exc.message
+            except Exception as exc:
+                _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
+                content = f"The tool raised {type(exc).__name__}: {exc}"
+        result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
+        await writer.append(ToolFinished(result=result))
+        return result
