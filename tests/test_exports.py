@@ -15,6 +15,7 @@ PUBLIC_MODULES = [
     "tidemill.llm",
     "tidemill.agent",
     "tidemill.agent.journal",
+    "tidemill.agent.memory",
     "tidemill.agent.checkpoint",
     "tidemill.agent.checkpoint.conformance",
 ]

@@ -13,6 +13,7 @@ from tidemill.agent._output import OutputSpec
 from tidemill.agent._runtime import AgentRuntime, Prompt
 from tidemill.agent.checkpoint import Checkpointer, MemoryCheckpointer, resolve_checkpointer
 from tidemill.agent.journal import JournalRecord, ThreadState
+from tidemill.agent.memory import Memory, resolve_memory
 from tidemill.errors import ConfigurationError
 from tidemill.llm import Model, ModelSettings, resolve_model
 from tidemill.tools import ToolLike, ToolRegistry
@@ -69,6 +70,7 @@ class AgentBuilder:
         self._checkpointer: Checkpointer | None = None
         self._limits = UsageLimits()
         self._output: OutputSpec | None = None
+        self._memory: Memory | None = None
         self._owned: list[Model | Checkpointer] = []
         self._runtime: AgentRuntime | None = None
         self._sync = LoopThread("tidemill-agent")
@@ -200,6 +202,30 @@ class AgentBuilder:
         self._checkpointer = checkpointer
         return self._changed()
 
+    def memory(self, spec: str | Memory = "window", /, **config: Any) -> Self:
+        """Choose which part of a thread each model call sees.
+
+        The journal keeps the whole thread whatever is chosen; a thread is
+        keyed by the `thread_id` of `run`. Without a call to `memory`, the
+        whole thread is sent.
+
+        Args:
+            spec: `"window"` (the last `size=` messages, 20 by default, never
+                splitting a tool call from its result), `"buffer"` (everything),
+                `"summary"` (older turns condensed by the model; `max_messages=`,
+                `keep_last=`), `"off"` (only the current run), or a `Memory`.
+            **config: Options of the chosen memory.
+
+        Raises:
+            ConfigurationError: For an unknown memory or option.
+
+        Example:
+            >>> from tidemill import agent
+            >>> _ = agent().llm("fake").memory("window", size=10)
+        """
+        self._memory = resolve_memory(spec, **config)
+        return self._changed()
+
     def limits(
         self,
         *,
@@ -289,6 +315,7 @@ class AgentBuilder:
             checkpointer=self._checkpointer,
             limits=self._limits,
             output=self._output,
+            memory=self._memory,
         )
         return self._runtime
 

@@ -26,6 +26,7 @@ from tidemill.agent.journal import (
     RunFinished,
     ToolFinished,
 )
+from tidemill.agent.memory import BufferMemory, Memory
 from tidemill.errors import (
     AgentError,
     LimitExceeded,
@@ -61,12 +62,24 @@ class AgentLoop:
     tool_call_retries: int = 2
     limits: UsageLimits = field(default_factory=UsageLimits)
     output: OutputSpec | None = None
-    _system: tuple[Message, ...] = field(init=False, repr=False)
+    memory: Memory = field(default_factory=BufferMemory)
+    _system: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         parts = [p for p in (self.system_prompt, self.output and self.output.instructions) if p]
-        system = (Message.system("\n\n".join(parts)),) if parts else ()
-        object.__setattr__(self, "_system", system)
+        object.__setattr__(self, "_system", "\n\n".join(parts))
+
+    async def remember(self, writer: ThreadWriter) -> None:
+        """At the start of a run, let the memory condense older turns, journaling the result."""
+        summary = await self.memory.compact(writer.state, self.model)
+        if summary is not None:
+            await writer.append(summary)
+
+    def _context(self, writer: ThreadWriter) -> tuple[Message, ...]:
+        """The system prompt and the part of the thread the memory chooses."""
+        view = self.memory.view(writer.state)
+        system = "\n\n".join(p for p in (self._system, view.context) if p)
+        return (Message.system(system), *view.messages) if system else tuple(view.messages)
 
     def response(self, writer: ThreadWriter) -> AgentResponse:
         """The run so far, its output turned back into the output type when it has one."""
@@ -99,9 +112,7 @@ class AgentLoop:
             await self._check_bounds(writer, budget)
 
             response: ModelResponse | None = None
-            request = ModelRequest(
-                (*self._system, *state.messages), self.runner.tools.definitions(), settings
-            )
+            request = ModelRequest(self._context(writer), self.runner.tools.definitions(), settings)
             try:
                 if streaming:
                     async with aclosing(self.model.stream(request)) as chunks:

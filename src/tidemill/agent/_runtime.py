@@ -37,6 +37,7 @@ from tidemill.agent.journal import (
     ThreadState,
     UserInput,
 )
+from tidemill.agent.memory import BufferMemory, Memory
 from tidemill.errors import (
     AgentInterrupt,
     ApprovalError,
@@ -88,6 +89,8 @@ class AgentRuntime:
         limits: Usage budgets per run, beside `max_iterations`.
         output: The shape the final answer must have; `AgentResponse.output`
             is then the validated value.
+        memory: Which part of a thread each model call sees; the whole thread
+            (`BufferMemory`) by default.
 
     Example:
         >>> from tidemill.llm import ScriptedModel
@@ -111,6 +114,7 @@ class AgentRuntime:
         checkpointer: Checkpointer | None = None,
         limits: UsageLimits | None = None,
         output: OutputSpec | None = None,
+        memory: Memory | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ConfigurationError("max_iterations must be at least 1.")
@@ -136,6 +140,7 @@ class AgentRuntime:
         self.checkpointer: Checkpointer = checkpointer or MemoryCheckpointer()
         self.limits = limits or UsageLimits()
         self.output = output
+        self.memory: Memory = memory or BufferMemory()
         self._loop = AgentLoop(
             model=model,
             runner=ToolRunner(
@@ -149,6 +154,7 @@ class AgentRuntime:
             tool_call_retries=tool_call_retries,
             limits=self.limits,
             output=output,
+            memory=self.memory,
         )
         self._sync = LoopThread(f"tidemill-{name}")
 
@@ -448,6 +454,7 @@ class AgentRuntime:
             "require_approval": self.require_approval,
             "checkpointer": type(self.checkpointer).__name__,
             "limits": self.limits.describe(),
+            "memory": self.memory.describe(),
             "output_schema": self.output.schema if self.output else None,
         }
 
@@ -481,6 +488,7 @@ class AgentRuntime:
         writer = ThreadWriter(self.checkpointer, state)
         run_id = "run_" + secrets.token_hex(8)
         await writer.append(UserInput(messages=messages, run_id=run_id))
+        await self._loop.remember(writer)
         return writer
 
     async def _complete(

@@ -36,6 +36,7 @@ __all__ = [
     "Correction",
     "JournalEvent",
     "JournalRecord",
+    "MemorySummarized",
     "ModelTurn",
     "OutputRejected",
     "RunFailed",
@@ -121,6 +122,17 @@ class OutputRejected(_Event):
     feedback: str
 
 
+class MemorySummarized(_Event):
+    """Older messages of the thread were condensed into a summary by the model."""
+
+    kind: Literal["memory_summarized"] = "memory_summarized"
+    summary: str
+    upto: int
+    """The summary covers `messages[:upto]`; later messages are sent verbatim."""
+    usage: Usage = Field(default_factory=Usage)
+    """What writing the summary cost."""
+
+
 class RunFinished(_Event):
     """The model answered without tool calls; the run is over."""
 
@@ -147,6 +159,7 @@ JournalEvent = Annotated[
     | ApprovalRequested
     | ApprovalDecided
     | OutputRejected
+    | MemorySummarized
     | RunFinished
     | RunFailed,
     Field(discriminator="kind"),
@@ -211,6 +224,10 @@ class ThreadState:
     """Open calls that were approved: as they must run, edits applied."""
     attempts: dict[str, int] = field(default_factory=dict)
     """Open calls that were started, and how many times."""
+    summary: str | None = None
+    """The latest summary of older messages, when a summarising memory wrote one."""
+    summary_upto: int = 0
+    """`messages[:summary_upto]` are covered by `summary`."""
     output: JsonValue = None
     error: str | None = None
     last_error: str | None = None
@@ -242,6 +259,15 @@ class ThreadState:
             self.output_retries += 1
             self.last_error = "; ".join(event.errors)
             self.messages.append(Message.user(event.feedback))
+        elif event.kind == "memory_summarized":
+            self.summary, self.summary_upto = event.summary, event.upto
+            self.steps.append(
+                AgentStep(
+                    index=len(self.steps),
+                    note=f"[memory] summarised {event.upto} message(s)",
+                    usage=event.usage,
+                )
+            )
         elif event.kind == "approval_requested":
             self.status = "paused"
             for call in event.calls:

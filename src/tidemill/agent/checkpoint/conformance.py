@@ -41,6 +41,7 @@ from tidemill.agent.journal import (
     Correction,
     JournalEvent,
     JournalRecord,
+    MemorySummarized,
     ModelTurn,
     OutputRejected,
     RunFailed,
@@ -335,6 +336,9 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
         ),
         RunFinished(output="plain text"),
         OutputRejected(errors=("population: Field required",), feedback="Reply again."),
+        MemorySummarized(
+            summary="The user asked about tides in Brest.", upto=4, usage=Usage(requests=1)
+        ),
         RunFailed(reason="limit", limit="max_iterations", message="10 iteration(s) used"),
         RunFailed(reason="tool_call_retries", message="The tool raised ValueError: bad"),
     ]
