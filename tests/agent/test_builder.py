@@ -126,8 +126,8 @@ def test_bad_configuration_is_refused_where_it_is_made(call: object, message: st
 
 def test_real_providers_parse_but_are_not_callable_yet() -> None:
     with pytest.raises(ConfigurationError, match="cannot be called") as info:
-        agent().llm("gemini:gemini-2.5-flash")
-    assert info.value.context == {"provider": "gemini", "model": "gemini-2.5-flash"}
+        agent().llm("bedrock:anthropic.claude-sonnet-4-5")
+    assert info.value.context == {"provider": "bedrock", "model": "anthropic.claude-sonnet-4-5"}
 
 
 def test_checkpoint_specs(tmp_path: Path) -> None:
