@@ -217,3 +217,9 @@ def test_render_result() -> None:
     assert render_result(None) == "null"
     assert render_result({1, 2}) in ("[1,2]", "[2,1]")
     assert render_result(object()).startswith('"<object object')
+
+
+def test_a_lambda_needs_a_name() -> None:
+    with pytest.raises(ConfigurationError, match="lambda has no name"):
+        tool(lambda: 1)
+    assert FunctionTool(lambda: 1, name="one").name == "one"

@@ -6,6 +6,7 @@ Checkpointers live in `tidemill.agent.checkpoint`, journal events in
 """
 
 from tidemill.agent._builder import AgentBuilder, agent
+from tidemill.agent._delegation import AgentTool, Delegation, Worker
 from tidemill.agent._limits import UsageLimits
 from tidemill.agent._output import OutputSpec
 from tidemill.agent._runtime import AgentRuntime, Prompt
@@ -20,7 +21,9 @@ from tidemill.agent.journal import JournalRecord, ThreadState, ThreadStatus
 __all__ = [
     "AgentBuilder",
     "AgentRuntime",
+    "AgentTool",
     "Checkpointer",
+    "Delegation",
     "JournalRecord",
     "MemoryCheckpointer",
     "OutputSpec",
@@ -30,5 +33,6 @@ __all__ = [
     "ThreadState",
     "ThreadStatus",
     "UsageLimits",
+    "Worker",
     "agent",
 ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Self, Unpack
 
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
+from tidemill.agent._delegation import AgentTool, Delegation, Worker
 from tidemill.agent._limits import UsageLimits
 from tidemill.agent._output import OutputSpec
 from tidemill.agent._runtime import AgentRuntime, Prompt
@@ -71,6 +72,8 @@ class AgentBuilder:
         self._limits = UsageLimits()
         self._output: OutputSpec | None = None
         self._memory: Memory | None = None
+        self._specialists: dict[str, AgentTool] = {}
+        self._delegation = Delegation()
         self._owned: list[Model | Checkpointer] = []
         self._runtime: AgentRuntime | None = None
         self._sync = LoopThread("tidemill-agent")
@@ -202,6 +205,54 @@ class AgentBuilder:
         self._checkpointer = checkpointer
         return self._changed()
 
+    def agent(self, name: str, worker: Worker, description: str = "") -> Self:
+        """Add a specialist, making this agent a supervisor that can delegate to it.
+
+        The specialist becomes a tool named `name` that takes a `task`; it runs
+        on a thread of its own and sees only that task. Its answer comes back
+        as the tool's result, and what it spent rolls up into this run's usage.
+
+        Args:
+            name: The name the supervisor delegates by.
+            worker: An agent builder, a runtime, or anything with `arun` and `astate`.
+            description: What the specialist is good at; the supervisor routes on it.
+
+        Example:
+            >>> from tidemill import agent
+            >>> _ = (agent().llm("fake")
+            ...      .agent("researcher", agent().llm("fake"),
+            ...             "Finds and summarises source material."))
+        """
+        if name in self._specialists or name in self._registry:
+            raise ConfigurationError(f"A tool or specialist is already named {name!r}.")
+        self._specialists[name] = AgentTool(
+            worker, name=name, description=description, delegation=self._delegation
+        )
+        return self._changed()
+
+    def delegation(
+        self,
+        *,
+        max_depth: int = 3,
+        max_fan_out: int = 4,
+        max_concurrency: int = 4,
+        child_limits: UsageLimits | None = None,
+    ) -> Self:
+        """Bound delegation to specialists; see `Delegation`."""
+        self._delegation = Delegation(
+            max_depth=max_depth,
+            max_fan_out=max_fan_out,
+            max_concurrency=max_concurrency,
+            child_limits=child_limits,
+        )
+        self._specialists = {
+            name: AgentTool(
+                tool.worker, name=name, description=tool.description, delegation=self._delegation
+            )
+            for name, tool in self._specialists.items()
+        }
+        return self._changed()
+
     def memory(self, spec: str | Memory = "window", /, **config: Any) -> Self:
         """Choose which part of a thread each model call sees.
 
@@ -316,6 +367,8 @@ class AgentBuilder:
             limits=self._limits,
             output=self._output,
             memory=self._memory,
+            specialists=list(self._specialists.values()),
+            delegation=self._delegation,
         )
         return self._runtime
 
@@ -327,11 +380,12 @@ class AgentBuilder:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Run the agent until it answers; see `AgentRuntime.arun`."""
         return await self.build().arun(
-            prompt, thread_id=thread_id, max_iterations=max_iterations, **settings
+            prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
         )
 
     def run(
@@ -340,11 +394,18 @@ class AgentBuilder:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Blocking `arun`."""
         return self._sync.run(
-            self.arun(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+            self.arun(
+                prompt,
+                thread_id=thread_id,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
         )
 
     def astream(
@@ -353,11 +414,12 @@ class AgentBuilder:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[StreamEvent]:
         """Run the agent, yielding events; see `AgentRuntime.astream`."""
         return self.build().astream(
-            prompt, thread_id=thread_id, max_iterations=max_iterations, **settings
+            prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
         )
 
     def stream(
@@ -366,11 +428,18 @@ class AgentBuilder:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> Iterator[StreamEvent]:
         """Blocking `astream`."""
         return self._sync.iterate(
-            self.astream(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+            self.astream(
+                prompt,
+                thread_id=thread_id,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
         )
 
     def astream_text(
@@ -389,6 +458,7 @@ class AgentBuilder:
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Continue a paused or interrupted run; see `AgentRuntime.aresume`."""
@@ -400,6 +470,7 @@ class AgentBuilder:
             edited_arguments=edited_arguments,
             retry_in_flight=retry_in_flight,
             max_iterations=max_iterations,
+            limits=limits,
             **settings,
         )
 
@@ -413,6 +484,7 @@ class AgentBuilder:
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Blocking `aresume`."""
@@ -425,9 +497,30 @@ class AgentBuilder:
                 edited_arguments=edited_arguments,
                 retry_in_flight=retry_in_flight,
                 max_iterations=max_iterations,
+                limits=limits,
                 **settings,
             )
         )
+
+    async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
+        """Run every specialist on the same task; see `AgentRuntime.abroadcast`."""
+        return await self.build().abroadcast(task)
+
+    def broadcast(self, task: str) -> dict[str, AgentResponse]:
+        """Blocking `abroadcast`."""
+        return self._sync.run(self.abroadcast(task))
+
+    async def apipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+        """Chain specialists; see `AgentRuntime.apipeline`."""
+        return await self.build().apipeline(task, order)
+
+    def pipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+        """Blocking `apipeline`."""
+        return self._sync.run(self.apipeline(task, order))
+
+    async def astate(self, thread_id: str) -> ThreadState | None:
+        """Return the thread's state, folded from its journal, or None."""
+        return await self.build().astate(thread_id)
 
     def pending_approvals(self, thread_id: str) -> list[ToolCall]:
         """Return the calls waiting for a decision on the thread."""

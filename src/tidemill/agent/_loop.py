@@ -52,6 +52,14 @@ __all__ = ["AgentLoop"]
 _log = logging.getLogger("tidemill.agent")
 
 
+@dataclass(frozen=True, slots=True)
+class RunBounds:
+    """The bounds of one run: its iteration budget and its usage limits."""
+
+    max_iterations: int
+    limits: UsageLimits
+
+
 @dataclass(frozen=True)
 class AgentLoop:
     """The reason/act loop of one agent configuration; holds no per-run state."""
@@ -60,7 +68,6 @@ class AgentLoop:
     runner: ToolRunner
     system_prompt: str | None = None
     tool_call_retries: int = 2
-    limits: UsageLimits = field(default_factory=UsageLimits)
     output: OutputSpec | None = None
     memory: Memory = field(default_factory=BufferMemory)
     _system: str = field(init=False, repr=False)
@@ -89,10 +96,11 @@ class AgentLoop:
         return response
 
     async def drive(
-        self, writer: ThreadWriter, budget: int, settings: ModelSettings, *, streaming: bool
+        self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings, *, streaming: bool
     ) -> AsyncGenerator[StreamEvent, None]:
         """Run the loop from wherever the journal stands; `RunDone` or `ApprovalRequired` last."""
         state = writer.state
+        limits = bounds.limits
         started: set[str] = set()
         while True:
             if state.open_calls:
@@ -109,7 +117,7 @@ class AgentLoop:
                 async for event in self.runner.act(writer, runnable, started, streaming=streaming):
                     yield event
                 continue  # decisions may have arrived meanwhile
-            await self._check_bounds(writer, budget)
+            await self._check_bounds(writer, bounds)
 
             response: ModelResponse | None = None
             request = ModelRequest(self._context(writer), self.runner.tools.definitions(), settings)
@@ -131,7 +139,7 @@ class AgentLoop:
 
             turn = ModelTurn(response=response)
             calls = response.message.tool_calls
-            crossed = self.limits.after_response(state.usage + response.usage)
+            crossed = limits.after_response(state.usage + response.usage)
             if crossed is not None:
                 await self._stop(writer, crossed, turn, calls)
             if not calls:
@@ -141,13 +149,13 @@ class AgentLoop:
                 continue
             admission = self.runner.admit(writer, calls)
             batch = len(admission.pending) + len(admission.runnable)
-            crossed = self.limits.before_tools(state.tool_calls, batch)
+            crossed = limits.before_tools(state.tool_calls, batch)
             if crossed is not None:
                 await self._stop(writer, crossed, turn, calls)
             started = set()
             await writer.append(turn, *self.runner.admission_events(admission, started))
 
-    async def _check_bounds(self, writer: ThreadWriter, budget: int) -> None:
+    async def _check_bounds(self, writer: ThreadWriter, bounds: RunBounds) -> None:
         """Fail the run before the next model call when a bound says so."""
         state = writer.state
         if state.corrections > self.tool_call_retries:
@@ -161,6 +169,7 @@ class AgentLoop:
             await writer.append(RunFailed(reason="output_validation", message=detail))
             raw = state.messages[-2].content if len(state.messages) > 1 else ""
             raise OutputValidationError(raw, detail.split("; "), response=self.response(writer))
+        budget = bounds.max_iterations
         if state.iterations >= budget:
             await writer.append(
                 RunFailed(
@@ -168,7 +177,7 @@ class AgentLoop:
                 )
             )
             raise MaxIterationsExceeded(budget, response=self.response(writer))
-        crossed = self.limits.before_request(state.usage)
+        crossed = bounds.limits.before_request(state.usage)
         if crossed is not None:
             await self._stop(writer, crossed)
 

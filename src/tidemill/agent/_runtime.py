@@ -26,8 +26,16 @@ from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
 from tidemill.agent._decisions import decision_events, decisions_from_flags
+from tidemill.agent._delegation import (
+    AgentTool,
+    Delegation,
+    Worker,
+    broadcast,
+    pipeline,
+    roster,
+)
 from tidemill.agent._limits import UsageLimits
-from tidemill.agent._loop import AgentLoop
+from tidemill.agent._loop import AgentLoop, RunBounds
 from tidemill.agent._output import OutputSpec
 from tidemill.agent._thread import ThreadWriter, load_state
 from tidemill.agent._tool_runner import ToolRunner
@@ -91,6 +99,10 @@ class AgentRuntime:
             is then the validated value.
         memory: Which part of a thread each model call sees; the whole thread
             (`BufferMemory`) by default.
+        specialists: Agents this one may delegate to, as tools; with any,
+            the system prompt gains the roster.
+        delegation: Bounds on delegation: nesting depth, fan-out per turn,
+            concurrency, and each child's limits.
 
     Example:
         >>> from tidemill.llm import ScriptedModel
@@ -115,6 +127,8 @@ class AgentRuntime:
         limits: UsageLimits | None = None,
         output: OutputSpec | None = None,
         memory: Memory | None = None,
+        specialists: Sequence[AgentTool] = (),
+        delegation: Delegation | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ConfigurationError("max_iterations must be at least 1.")
@@ -141,6 +155,12 @@ class AgentRuntime:
         self.limits = limits or UsageLimits()
         self.output = output
         self.memory: Memory = memory or BufferMemory()
+        self.delegation = delegation or Delegation()
+        self.specialists = {tool.name: tool for tool in specialists}
+        for specialist in specialists:
+            self.tools.add(specialist)
+        if specialists:
+            system_prompt = "\n\n".join(p for p in (system_prompt, roster(specialists)) if p)
         self._loop = AgentLoop(
             model=model,
             runner=ToolRunner(
@@ -149,10 +169,10 @@ class AgentRuntime:
                 parallel=parallel_tools,
                 max_parallel=max_parallel,
                 require_approval=require_approval,
+                max_fan_out=self.delegation.max_fan_out,
             ),
             system_prompt=system_prompt,
             tool_call_retries=tool_call_retries,
-            limits=self.limits,
             output=output,
             memory=self.memory,
         )
@@ -166,6 +186,7 @@ class AgentRuntime:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Run the agent until it answers.
@@ -175,6 +196,7 @@ class AgentRuntime:
             thread_id: The conversation to continue; a new one when omitted.
                 A thread keeps its history across runs.
             max_iterations: This run's budget, instead of the agent's.
+            limits: This run's usage limits, instead of the agent's.
             **settings: Model settings for this run (`temperature`, ...).
 
         Returns:
@@ -189,7 +211,7 @@ class AgentRuntime:
                 wrote to it meanwhile.
         """
         writer = await self._begin(prompt, thread_id)
-        return await self._complete(writer, max_iterations, settings)
+        return await self._complete(writer, self._bounds(max_iterations, limits), settings)
 
     def run(
         self,
@@ -197,11 +219,18 @@ class AgentRuntime:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Blocking `arun`."""
         return self._sync.run(
-            self.arun(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+            self.arun(
+                prompt,
+                thread_id=thread_id,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
         )
 
     async def astream(
@@ -210,6 +239,7 @@ class AgentRuntime:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[StreamEvent]:
         """Run the agent, yielding what happens as it happens.
@@ -224,9 +254,9 @@ class AgentRuntime:
             MaxIterationsExceeded: As in `arun`.
             ToolRetriesExceeded: As in `arun`.
         """
-        budget = self._budget(max_iterations)
+        bounds = self._bounds(max_iterations, limits)
         writer = await self._begin(prompt, thread_id)
-        async for event in self._loop.drive(writer, budget, settings, streaming=True):
+        async for event in self._loop.drive(writer, bounds, settings, streaming=True):
             yield event
 
     def stream(
@@ -235,11 +265,18 @@ class AgentRuntime:
         *,
         thread_id: str | None = None,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> Iterator[StreamEvent]:
         """Blocking `astream`."""
         return self._sync.iterate(
-            self.astream(prompt, thread_id=thread_id, max_iterations=max_iterations, **settings)
+            self.astream(
+                prompt,
+                thread_id=thread_id,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
         )
 
     async def astream_text(
@@ -262,6 +299,7 @@ class AgentRuntime:
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Continue a paused or interrupted run.
@@ -342,7 +380,7 @@ class AgentRuntime:
                 context={"status": state.status},
             )
         writer.retry_in_flight = retry_in_flight
-        return await self._complete(writer, max_iterations, settings)
+        return await self._complete(writer, self._bounds(max_iterations, limits), settings)
 
     async def _decide(
         self,
@@ -392,6 +430,7 @@ class AgentRuntime:
         edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Blocking `aresume`."""
@@ -404,9 +443,47 @@ class AgentRuntime:
                 edited_arguments=edited_arguments,
                 retry_in_flight=retry_in_flight,
                 max_iterations=max_iterations,
+                limits=limits,
                 **settings,
             )
         )
+
+    # -- specialists ------------------------------------------------------------
+
+    async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
+        """Run every specialist on the same task, concurrently; see `broadcast`.
+
+        Raises:
+            ConfigurationError: When the agent has no specialists.
+        """
+        return await broadcast(
+            self._workers(), task, max_concurrency=self.delegation.max_concurrency
+        )
+
+    def broadcast(self, task: str) -> dict[str, AgentResponse]:
+        """Blocking `abroadcast`."""
+        return self._sync.run(self.abroadcast(task))
+
+    async def apipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+        """Chain specialists in `order`, each working on the previous answer.
+
+        Raises:
+            ConfigurationError: When the agent has no specialists or `order`
+                names an unknown one.
+        """
+        return await pipeline(self._workers(), task, order)
+
+    def pipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+        """Blocking `apipeline`."""
+        return self._sync.run(self.apipeline(task, order))
+
+    def _workers(self) -> dict[str, Worker]:
+        if not self.specialists:
+            raise ConfigurationError(
+                "This agent has no specialists.",
+                hint="Add them with .agent('name', worker, 'what it is good at').",
+            )
+        return {name: tool.worker for name, tool in self.specialists.items()}
 
     # -- inspection --------------------------------------------------------------
 
@@ -455,6 +532,8 @@ class AgentRuntime:
             "checkpointer": type(self.checkpointer).__name__,
             "limits": self.limits.describe(),
             "memory": self.memory.describe(),
+            "specialists": list[JsonValue](sorted(self.specialists)),
+            "delegation": self.delegation.describe() if self.specialists else None,
             "output_schema": self.output.schema if self.output else None,
         }
 
@@ -492,10 +571,9 @@ class AgentRuntime:
         return writer
 
     async def _complete(
-        self, writer: ThreadWriter, max_iterations: int | None, settings: ModelSettings
+        self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings
     ) -> AgentResponse:
-        budget = self._budget(max_iterations)
-        async with aclosing(self._loop.drive(writer, budget, settings, streaming=False)) as events:
+        async with aclosing(self._loop.drive(writer, bounds, settings, streaming=False)) as events:
             async for event in events:
                 if event.type == "done":
                     return event.response
@@ -507,12 +585,10 @@ class AgentRuntime:
                     )
         raise AssertionError("the loop ended without an outcome")  # pragma: no cover
 
-    def _budget(self, max_iterations: int | None) -> int:
-        if max_iterations is None:
-            return self.max_iterations
-        if max_iterations < 1:
+    def _bounds(self, max_iterations: int | None, limits: UsageLimits | None) -> RunBounds:
+        if max_iterations is not None and max_iterations < 1:
             raise ConfigurationError("max_iterations must be at least 1.")
-        return max_iterations
+        return RunBounds(max_iterations or self.max_iterations, limits or self.limits)
 
 
 def _messages(prompt: Prompt) -> tuple[Message, ...]:

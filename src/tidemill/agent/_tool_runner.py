@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from tidemill.agent._thread import ThreadWriter
 from tidemill.agent.journal import ApprovalRequested, JournalEvent, ToolFinished, ToolStarted
 from tidemill.errors import ThreadBusy, ToolArgumentsError
-from tidemill.tools import ToolContext, ToolRegistry
+from tidemill.tools import ToolContext, ToolRegistry, ToolReturn
 from tidemill.types import StreamEvent, ToolCall, ToolCallEnd, ToolCallStart, ToolResult
 
 __all__ = ["Admission", "ToolRunner"]
@@ -39,18 +39,31 @@ class ToolRunner:
     parallel: bool = True
     max_parallel: int = 8
     require_approval: bool = False
+    max_fan_out: int | None = None
+    """At most this many delegations (calls of tools that run an agent) per turn."""
 
     def admit(self, writer: ThreadWriter, calls: Sequence[ToolCall]) -> Admission:
         """Sort a fresh turn's calls: refused now, awaiting approval, or runnable."""
         refused: list[ToolResult] = []
         pending: list[ToolCall] = []
         runnable: list[ToolCall] = []
+        delegated = 0
         for call in calls:
             refusal = self._refuse(writer, call)
+            tool = self.tools.get(call.name)
+            if refusal is None and tool is not None and tool.delegates:
+                delegated += 1
+                if self.max_fan_out is not None and delegated > self.max_fan_out:
+                    refusal = ToolResult(
+                        call_id=call.id,
+                        name=call.name,
+                        content=f"Not run: at most {self.max_fan_out} delegation(s) per turn. "
+                        "Wait for these results, then delegate the rest.",
+                        is_error=True,
+                    )
             if refusal is not None:
                 refused.append(refusal)
                 continue
-            tool = self.tools.get(call.name)
             if self.require_approval or (tool is not None and tool.requires_approval):
                 pending.append(call)
             else:
@@ -168,6 +181,7 @@ class ToolRunner:
         arguments = writer.validated.pop(call.id, None)
         content: str
         failed = True
+        usage = None
         if tool is None:
             content = f"There is no tool named {call.name!r}."
         else:
@@ -181,12 +195,17 @@ class ToolRunner:
             try:
                 if arguments is None:
                     arguments = tool.validate(call.arguments)
-                content, failed = tool.render(await tool.acall(arguments, context)), False
+                value = await tool.acall(arguments, context)
+                failed = False
+                if isinstance(value, ToolReturn):
+                    usage, failed = value.usage, value.is_error
+                    value = value.value
+                content = tool.render(value)
             except ToolArgumentsError as exc:
                 content = exc.message
             except Exception as exc:
                 _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
                 content = f"The tool raised {type(exc).__name__}: {exc}"
         result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
-        await writer.append(ToolFinished(result=result))
+        await writer.append(ToolFinished(result=result, usage=usage))
         return result

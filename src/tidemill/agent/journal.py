@@ -96,6 +96,8 @@ class ToolFinished(_Event):
     kind: Literal["tool_finished"] = "tool_finished"
     result: ToolResult
     duration_ms: float = 0.0
+    usage: Usage | None = None
+    """What the tool spent, when it reported it (a delegated agent, say)."""
 
 
 class ApprovalRequested(_Event):
@@ -214,6 +216,8 @@ class ThreadState:
     """Tool calls started in the current run (a re-run after a crash not counted again)."""
     output_retries: int = 0
     """Final answers of the current run rejected by the output schema."""
+    tool_usage: list[Usage] = field(default_factory=list)
+    """What the current run's tools reported spending (delegated agents)."""
     corrections: int = 0
     """Turns of the current run with a failed tool call, plus parse corrections."""
     open_calls: dict[str, ToolCall] = field(default_factory=dict)
@@ -241,6 +245,8 @@ class ThreadState:
         self.seq = seq
         if event.kind == "tool_finished":
             self._result(event.result, failed=event.result.is_error)
+            if event.usage is not None:
+                self.tool_usage.append(event.usage)
         elif event.kind == "model_response":
             self._model_turn(event.response)
         elif event.kind == "tool_started":
@@ -283,8 +289,8 @@ class ThreadState:
 
     @property
     def usage(self) -> Usage:
-        """The current or last run's usage, across resumes."""
-        return Usage.total(step.usage for step in self.steps)
+        """The current or last run's usage, across resumes, what its tools spent included."""
+        return Usage.total([*(step.usage for step in self.steps), *self.tool_usage])
 
     def response(self, *, latency_ms: float = 0.0) -> AgentResponse:
         """The current or last run, as an `AgentResponse`."""
@@ -303,7 +309,7 @@ class ThreadState:
         self.status, self.run_id = "running", event.run_id
         self.run_start = len(self.messages)
         self.messages.extend(event.messages)
-        self.steps = []
+        self.steps, self.tool_usage = [], []
         self.iterations = self.corrections = self.tool_calls = self.output_retries = 0
         self.output = self.error = self.last_error = None
         self._step_of.clear()

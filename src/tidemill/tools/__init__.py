@@ -8,6 +8,7 @@ from tidemill.tools._context import ToolContext
 from tidemill.tools._decorator import tool
 from tidemill.tools._docstring import Docstring, parse_docstring
 from tidemill.tools._registry import ToolLike, ToolRegistry, as_tool
+from tidemill.tools._return import ToolReturn
 from tidemill.tools._tool import FunctionTool, Tool, render_result
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "ToolContext",
     "ToolLike",
     "ToolRegistry",
+    "ToolReturn",
     "as_tool",
     "parse_docstring",
     "render_result",

@@ -95,6 +95,9 @@ class Tool:
         )
         """The tool as a model sees it."""
 
+    delegates: bool = False
+    """Whether calling this tool runs another agent (bounded by delegation limits)."""
+
     def validate(self, arguments: Mapping[str, JsonValue]) -> dict[str, Any]:
         """Check `arguments` against the schema and return the values to call with.
 
@@ -145,6 +148,11 @@ class FunctionTool(Tool, Generic[P, R]):
     ) -> None:
         self._wrapped = function
         tool_name = name or str(getattr(function, "__name__", ""))
+        if tool_name == "<lambda>":
+            raise ConfigurationError(
+                "A lambda has no name a model could call it by.",
+                hint="Use a def, or give it one with @tool(name=...) or Tool(fn, name=...).",
+            )
         doc = parse_docstring(inspect.getdoc(function))
         self._args_model, self._context_param = _arguments_model(function, tool_name, doc.params)
         self._fields = tuple(self._args_model.model_fields)
