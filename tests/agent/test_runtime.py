@@ -492,3 +492,21 @@ async def test_a_call_left_in_flight_is_rerun_only_when_asked() -> None:
     response = await runtime.aresume("t", retry_in_flight=True)
     assert response.output == "done"
     assert [(c.attempt, c.idempotency_key) for c in seen] == [(2, f"t/{call.id}")]
+
+
+async def test_a_stream_says_why_it_stopped_before_raising() -> None:
+    model = ScriptedModel(
+        handler=lambda _: Message.assistant(
+            "", tool_calls=(ToolCall(name="add", arguments={"a": 1, "b": 1}),)
+        )
+    )
+    runtime = AgentRuntime(model=model, tools=[add], max_iterations=2)
+    seen: list[str] = []
+    with pytest.raises(MaxIterationsExceeded):
+        async for event in runtime.astream("spin"):
+            seen.append(event.type)
+            if event.type == "stopped":
+                assert event.limit == "max_iterations"
+                assert event.error == "MaxIterationsExceeded"
+                assert len(event.response.steps) == 2
+    assert seen[-1] == "stopped"

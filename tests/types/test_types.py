@@ -20,6 +20,7 @@ from tidemill.types import (
     ResponseDone,
     Role,
     RunDone,
+    RunStopped,
     TextDelta,
     ToolCall,
     ToolCallDelta,
@@ -149,6 +150,7 @@ def test_every_stream_event_round_trips_through_the_union() -> None:
         ToolCallStart(call=ToolCall(name="x")),
         ToolCallEnd(result=ToolResult(call_id="c", name="x", content="ok")),
         ApprovalRequired(thread_id="t", calls=(ToolCall(name="x"),)),
+        RunStopped(error="LimitExceeded", message="m", limit="requests", response=agent_response),
         RunDone(response=agent_response),
     ]
     for event in events:
@@ -161,6 +163,7 @@ def test_every_stream_event_round_trips_through_the_union() -> None:
         "tool_call",
         "tool_result",
         "approval_required",
+        "stopped",
         "done",
     ]
 

@@ -50,7 +50,10 @@ from tidemill.errors import (
     AgentInterrupt,
     ApprovalError,
     ConfigurationError,
+    LimitExceeded,
+    OutputValidationError,
     ThreadBusy,
+    ToolRetriesExceeded,
 )
 from tidemill.llm import Model, ModelSettings
 from tidemill.tools import ToolLike, ToolRegistry
@@ -58,6 +61,7 @@ from tidemill.types import (
     AgentResponse,
     Decision,
     Message,
+    RunStopped,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -256,8 +260,17 @@ class AgentRuntime:
         """
         bounds = self._bounds(max_iterations, limits)
         writer = await self._begin(prompt, thread_id)
-        async for event in self._loop.drive(writer, bounds, settings, streaming=True):
-            yield event
+        try:
+            async for event in self._loop.drive(writer, bounds, settings, streaming=True):
+                yield event
+        except (LimitExceeded, ToolRetriesExceeded, OutputValidationError) as stop:
+            yield RunStopped(
+                error=type(stop).__name__,
+                message=stop.message,
+                limit=stop.limit if isinstance(stop, LimitExceeded) else None,
+                response=stop.response or self._loop.response(writer),
+            )
+            raise
 
     def stream(
         self,

@@ -2,7 +2,8 @@
 
 A model stream yields `TextDelta`, `ReasoningDelta` and `ToolCallDelta`
 events and ends with `ResponseDone`. An agent stream passes those on and adds
-`ToolCallStart`, `ToolCallEnd`, `ApprovalRequired` and a final `RunDone`.
+`ToolCallStart`, `ToolCallEnd`, `ApprovalRequired`, `RunStopped` (just before
+the error of a run stopped at a bound) and a final `RunDone`.
 Every event has a `type` string, so `StreamEvent` is a discriminated union
 that round-trips through JSON (see `STREAM_EVENT`).
 """
@@ -23,6 +24,7 @@ __all__ = [
     "ReasoningDelta",
     "ResponseDone",
     "RunDone",
+    "RunStopped",
     "StreamEvent",
     "TextDelta",
     "ToolCallDelta",
@@ -93,6 +95,22 @@ class ApprovalRequired(_Event):
     calls: tuple[ToolCall, ...]
 
 
+class RunStopped(_Event):
+    """The run stopped at a bound or a guardrail; the stream then raises the error.
+
+    Emitted just before the error, so a live view can show why the run ended.
+    """
+
+    type: Literal["stopped"] = "stopped"
+    error: str
+    """The error's class name, e.g. `LimitExceeded`."""
+    message: str
+    limit: str | None = None
+    """For a limit: which one."""
+    response: AgentResponse
+    """The run so far."""
+
+
 class RunDone(_Event):
     """The run finished; carries the whole response. Always the last event."""
 
@@ -108,6 +126,7 @@ StreamEvent = Annotated[
     | ToolCallStart
     | ToolCallEnd
     | ApprovalRequired
+    | RunStopped
     | RunDone,
     Field(discriminator="type"),
 ]
