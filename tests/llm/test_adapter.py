@@ -272,3 +272,62 @@ class TestAgentOnARealAdapter:
                 }
             ],
         }
+
+    async def test_streamed_run_with_a_gemini_thought_signature(self, server: ReplayServer) -> None:
+        from tidemill import agent, tool
+        from tidemill.types import RunDone, TextDelta
+
+        @tool
+        def get_country() -> str:
+            """Return the user's country."""
+            return "France"
+
+        server.replies += [
+            Reply(fixture_bytes("gemini/function-call-stream.sse")),
+            Reply(fixture_bytes("gemini/text-stream.sse")),
+        ]
+        bot = (
+            agent()
+            .llm("gemini:gemini-3-pro-preview", api_key=API_KEY, base_url=server.url + "/v1beta")
+            .tool(get_country)
+            .system("Use the tools.")
+        )
+        try:
+            events = [
+                event
+                async for event in bot.astream(
+                    "What is the capital of the user country? Call the tool"
+                )
+            ]
+        finally:
+            await bot.aclose()
+        assert isinstance(events[-1], RunDone)
+        answer = "".join(e.delta for e in events if isinstance(e, TextDelta))
+        assert answer.endswith("So, 4200 + 42 = **4242**.")
+        first, second = (seen.body for seen in server.seen)
+        assert server.seen[0].path == (
+            "/v1beta/models/gemini-3-pro-preview:streamGenerateContent?alt=sse"
+        )
+        assert first["systemInstruction"] == {"parts": [{"text": "Use the tools."}]}
+        assert first["tools"] == [
+            {
+                "functionDeclarations": [
+                    {"name": "get_country", "description": "Return the user's country."}
+                ]
+            }
+        ]
+        model_turn, results = second["contents"][1:]
+        (call,) = model_turn["parts"]
+        assert call["functionCall"] == {"name": "get_country", "args": {}}
+        # The signature of the recorded call goes back verbatim, on the call it came with.
+        assert call["thoughtSignature"].startswith("EpwICpkIAXLI2nxlU6gsWZaZHRYkX1orzuM8")
+        assert call["thoughtSignature"].endswith("jY1V7mjb2D/7NoL5owonoBDAXOk15QuFyU=")
+        assert results == {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "get_country", "response": {"result": "France"}}}
+            ],
+        }
+        done = events[-1].response
+        assert done.usage.requests == 2
+        assert done.usage.input_tokens == 29 + 13

@@ -6,7 +6,17 @@ import httpx
 import pytest
 
 from tidemill.errors import ConfigurationError
-from tidemill.llm import AnthropicModel, OpenAIChatModel, ScriptedModel, resolve_model
+from tidemill.llm import (
+    AnthropicModel,
+    AnthropicVertexModel,
+    AzureOpenAIModel,
+    GeminiModel,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    ScriptedModel,
+    VertexGeminiModel,
+    resolve_model,
+)
 from tidemill.llm._spec import OPENAI_COMPATIBLE
 
 
@@ -89,20 +99,39 @@ def test_an_unknown_option_suggests_the_closest() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec",
+    ("spec", "options", "kind", "provider"),
     [
-        "gemini:gemini-2.5-flash",
-        "vertex:gemini-2.5-pro",
-        "bedrock:anthropic.claude-v2",
-        "openai-responses:gpt-5",
-        "anthropic-vertex:claude-sonnet-4-5",
-        "azure:gpt-4o",
+        ("gemini:gemini-2.5-flash", {}, GeminiModel, "gemini"),
+        ("gemini-2.5-pro", {}, GeminiModel, "gemini"),
+        ("vertex:gemini-2.5-pro", {"project": "p"}, VertexGeminiModel, "vertex"),
+        ("openai-responses:gpt-5", {}, OpenAIResponsesModel, "openai-responses"),
+        (
+            "anthropic-vertex:claude-sonnet-4-5@20250929",
+            {"project": "p"},
+            AnthropicVertexModel,
+            "anthropic-vertex",
+        ),
+        (
+            "azure:my-deployment",
+            {"base_url": "https://r.openai.azure.com"},
+            AzureOpenAIModel,
+            "azure",
+        ),
     ],
 )
-def test_providers_without_an_adapter_still_refuse_clearly(spec: str) -> None:
+async def test_the_other_adapters(
+    spec: str, options: dict[str, str], kind: type[object], provider: str
+) -> None:
+    model = resolve_model(spec, api_key="k", **options)
+    assert isinstance(model, kind) and model.provider == provider
+    assert model.model_name == (spec.partition(":")[2] or spec)
+    await model.aclose()
+
+
+def test_providers_without_an_adapter_still_refuse_clearly() -> None:
     with pytest.raises(ConfigurationError, match="cannot be called by this version") as caught:
-        resolve_model(spec, api_key="k")
-    assert "openai-compatible" in str(caught.value)
+        resolve_model("bedrock:anthropic.claude-v2", api_key="k")
+    assert "openai-compatible" in str(caught.value) and "gemini" in str(caught.value)
 
 
 def test_a_provider_without_a_model() -> None:

@@ -5,23 +5,33 @@ each HTTP adapter speaks one wire format directly with `httpx`:
 
 - `OpenAIChatModel`: OpenAI Chat Completions, and the OpenAI-compatible
   vendors through an `OpenAIDialect` (Mistral, DeepSeek, Groq, Together,
-  OpenRouter, Ollama, vLLM, any base URL);
-- `AnthropicModel`: the Anthropic Messages API;
+  OpenRouter, Ollama, vLLM, any base URL); `AzureOpenAIModel` is the same
+  adapter at an Azure deployment's URL;
+- `OpenAIResponsesModel`: the OpenAI Responses API;
+- `AnthropicModel`: the Anthropic Messages API; `AnthropicVertexModel` is
+  the same body and parsers at Vertex AI's `rawPredict`;
+- `GeminiModel` and `VertexGeminiModel`: Gemini's `generateContent`, on the
+  Gemini API and on Vertex AI;
 - `ScriptedModel`: offline and deterministic, for tests and demos.
 
 Who owns what: `_http` (retries, deadlines, typed errors) and `_sse` (event
 stream decoding) are shared plumbing; `_credentials` resolves keys and base
-URLs; each adapter is a request builder (`_openai_chat`, `_anthropic`) plus a
-response/stream parser (`_openai_stream`, `_anthropic_stream`) over the
-shared `HttpModel` core (`_adapter`).
+URLs, `_google` Vertex AI projects, tokens and Google's errors; each adapter
+is a request builder (`_openai_chat`, `_openai_responses`, `_anthropic`,
+`_gemini`) with its wire types (`*_wire`) plus a response/stream parser
+(`*_stream`) over the shared `HttpModel` core (`_adapter`).
 """
 
 from tidemill.llm._adapter import HttpCall, HttpModel, StreamParser
 from tidemill.llm._anthropic import AnthropicModel
+from tidemill.llm._anthropic_vertex import AnthropicVertexModel
+from tidemill.llm._azure import AzureOpenAIModel
 from tidemill.llm._credentials import Credentials, CredentialSource
+from tidemill.llm._gemini import GeminiModel, VertexGeminiModel
 from tidemill.llm._model import Model, ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._openai_dialects import DIALECTS, OpenAIDialect
+from tidemill.llm._openai_responses import OpenAIResponsesModel
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._scripted import Answer, Handler, ScriptedModel
 from tidemill.llm._spec import KNOWN_PROVIDERS, ModelSpec, parse_model_spec, resolve_model
@@ -32,8 +42,11 @@ __all__ = [
     "KNOWN_PROVIDERS",
     "Answer",
     "AnthropicModel",
+    "AnthropicVertexModel",
+    "AzureOpenAIModel",
     "CredentialSource",
     "Credentials",
+    "GeminiModel",
     "Handler",
     "HttpCall",
     "HttpModel",
@@ -44,11 +57,13 @@ __all__ = [
     "ModelStreamEvent",
     "OpenAIChatModel",
     "OpenAIDialect",
+    "OpenAIResponsesModel",
     "RetryPolicy",
     "SSEDecoder",
     "ScriptedModel",
     "ServerSentEvent",
     "StreamParser",
+    "VertexGeminiModel",
     "parse_model_spec",
     "resolve_model",
 ]

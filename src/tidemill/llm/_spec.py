@@ -10,8 +10,12 @@ from typing import Any
 
 from tidemill.errors import ConfigurationError
 from tidemill.llm._anthropic import AnthropicModel
+from tidemill.llm._anthropic_vertex import AnthropicVertexModel
+from tidemill.llm._azure import AzureOpenAIModel
+from tidemill.llm._gemini import GeminiModel, VertexGeminiModel
 from tidemill.llm._model import Model, ModelSettings
 from tidemill.llm._openai_chat import OpenAIChatModel
+from tidemill.llm._openai_responses import OpenAIResponsesModel
 from tidemill.llm._scripted import ScriptedModel
 
 __all__ = ["KNOWN_PROVIDERS", "OPENAI_COMPATIBLE", "ModelSpec", "parse_model_spec", "resolve_model"]
@@ -99,11 +103,16 @@ def parse_model_spec(spec: str) -> ModelSpec:
 def resolve_model(spec: str | Model, **config: Any) -> Model:
     """Turn a spec string and its options into a `Model`; pass a `Model` through.
 
-    `openai:`, `anthropic:` and the OpenAI-compatible vendors (`mistral:`,
-    `deepseek:`, `groq:`, `together:`, `openrouter:`, `ollama:`, `vllm:`,
-    `openai-compatible:`) give HTTP adapters; options are passed to
-    `OpenAIChatModel` or `AnthropicModel` (`api_key=`, `base_url=`,
-    `http_client=`, `settings=`, ...).
+    Each provider has an HTTP adapter, and the options are passed to it
+    (`api_key=`, `base_url=`, `http_client=`, `settings=`, ...):
+
+    - `openai:` and the OpenAI-compatible vendors (`mistral:`, `deepseek:`,
+      `groq:`, `together:`, `openrouter:`, `ollama:`, `vllm:`,
+      `openai-compatible:`): `OpenAIChatModel`;
+    - `openai-responses:`: `OpenAIResponsesModel`; `azure:<deployment>`:
+      `AzureOpenAIModel`;
+    - `anthropic:`: `AnthropicModel`; `anthropic-vertex:`: `AnthropicVertexModel`;
+    - `gemini:`: `GeminiModel`; `vertex:`: `VertexGeminiModel`.
 
     Raises:
         ConfigurationError: For an unknown provider or option, a missing API
@@ -139,8 +148,7 @@ def resolve_model(spec: str | Model, **config: Any) -> Model:
     if adapter is None:
         raise ConfigurationError(
             f"The {parsed.provider!r} provider cannot be called by this version of Tidemill.",
-            hint="Use an 'openai:', 'anthropic:' or OpenAI-compatible model "
-            f"({', '.join(sorted(OPENAI_COMPATIBLE - {'openai'}))}), "
+            hint=f"Use one of {', '.join(sorted(_CALLABLE))}, "
             "llm('fake', responses=[...]) for an offline model, or pass a Model object.",
             context={"provider": parsed.provider, "model": parsed.model},
         )
@@ -184,10 +192,23 @@ OPENAI_COMPATIBLE: frozenset[str] = frozenset(
 """Providers served by the Chat Completions adapter."""
 
 
+_ADAPTERS: dict[str, Callable[..., Model]] = {
+    "anthropic": AnthropicModel,
+    "anthropic-vertex": AnthropicVertexModel,
+    "azure": AzureOpenAIModel,
+    "gemini": GeminiModel,
+    "openai-responses": OpenAIResponsesModel,
+    "vertex": VertexGeminiModel,
+}
+"""Providers with an adapter of their own (the rest of `_CALLABLE` share `OpenAIChatModel`)."""
+
+_CALLABLE = OPENAI_COMPATIBLE | frozenset(_ADAPTERS)
+
+
 def _adapter(provider: str) -> tuple[Callable[..., Model], dict[str, Any]] | None:
     """The adapter class for `provider`, and the arguments that select the provider."""
-    if provider == "anthropic":
-        return AnthropicModel, {}
+    if provider in _ADAPTERS:
+        return _ADAPTERS[provider], {}
     if provider in OPENAI_COMPATIBLE:
         return OpenAIChatModel, {"provider": provider}
     return None
