@@ -34,6 +34,10 @@ class Usage(BaseModel):
     """Prompt tokens written to the provider's cache."""
     reasoning_tokens: int = 0
     """Output tokens spent on reasoning."""
+    cost_usd: float = 0.0
+    """What the priced requests cost, in US dollars."""
+    unpriced_requests: int = 0
+    """Requests whose price is not known, so `cost_usd` leaves them out."""
 
     @property
     def total_tokens(self) -> int:
@@ -52,6 +56,8 @@ class Usage(BaseModel):
             3
         """
         requests = input_tokens = output_tokens = cache_read = cache_write = reasoning = 0
+        unpriced = 0
+        cost = 0.0
         for usage in usages:
             requests += usage.requests
             input_tokens += usage.input_tokens
@@ -59,6 +65,8 @@ class Usage(BaseModel):
             cache_read += usage.cache_read_tokens
             cache_write += usage.cache_write_tokens
             reasoning += usage.reasoning_tokens
+            cost += usage.cost_usd
+            unpriced += usage.unpriced_requests
         return cls(
             requests=requests,
             input_tokens=input_tokens,
@@ -66,4 +74,6 @@ class Usage(BaseModel):
             cache_read_tokens=cache_read,
             cache_write_tokens=cache_write,
             reasoning_tokens=reasoning,
+            cost_usd=cost,
+            unpriced_requests=unpriced,
         )
