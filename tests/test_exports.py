@@ -12,6 +12,7 @@ PUBLIC_MODULES = [
     "tidemill.errors",
     "tidemill.types",
     "tidemill.tools",
+    "tidemill.tools.mcp",
     "tidemill.llm",
     "tidemill.agent",
     "tidemill.agent.journal",

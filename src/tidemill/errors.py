@@ -17,7 +17,8 @@ The tree is organised by what the caller can do about an error::
         ├── OutputValidationError  the final answer kept failing its schema
         ├── ToolRetriesExceeded    the model kept making bad tool calls
         ├── MalformedToolCall      the provider could not parse a tool call
-        └── ScriptExhausted        the scripted test model ran out of answers
+        ├── ScriptExhausted        the scripted test model ran out of answers
+        └── GuardrailViolation     a guardrail blocked the run's input or output
 
 Errors from LLM providers (HTTP status, network, broken streams)::
 
@@ -42,7 +43,7 @@ Every error carries a `message`, an optional `hint` (what to do next) and a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from tidemill.types import AgentResponse, ToolCall
@@ -54,6 +55,7 @@ __all__ = [
     "AuthenticationError",
     "ConfigurationError",
     "ContextWindowExceeded",
+    "GuardrailViolation",
     "JournalConflict",
     "LimitExceeded",
     "MCPConnectionError",
@@ -531,3 +533,73 @@ class MCPToolError(TidemillError):
         super().__init__(message, hint=hint, context={"server": server, "tool": tool})
         self.server = server
         self.tool = tool
+
+
+# -- Guardrail errors -------------------------------------------------------------------
+# Raised by the agent runtime when a guardrail (`tidemill.agent.guardrails`) blocks a run's
+# input or output. A violation carries only a masked sample, never the matched text itself.
+
+
+class _MaskedFinding(Protocol):
+    """What the error needs of a guardrail's violation (`guardrails.Violation`)."""
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def span(self) -> tuple[int, int]: ...
+
+    @property
+    def sample(self) -> str: ...
+
+
+class GuardrailViolation(AgentError):
+    """A guardrail found sensitive data and its policy is to block.
+
+    Nothing from the blocked side reached the model (input) or the caller
+    (output). The violations hold masked samples only (`j***@e***.com`), so
+    the error is safe to log.
+
+    Attributes:
+        side: `"input"` (the prompt or a tool result going to the model) or
+            `"output"` (the model's text going to the caller).
+        violations: What was found: category, span and masked sample of each.
+        response: The run so far, when the runtime has one.
+
+    Example:
+        >>> from tidemill.agent.guardrails import RuleGuardrail
+        >>> result = RuleGuardrail(on_violation="block").check_output("Mail bob@example.com")
+        >>> error = GuardrailViolation("output", result.violations)
+        >>> str(error).split(" Hint:")[0]
+        'The guardrail blocked the output: it contains email (1).'
+        >>> error.violations[0].sample
+        'b***@e***.com'
+    """
+
+    def __init__(
+        self,
+        side: Literal["input", "output"],
+        violations: Sequence[_MaskedFinding],
+        *,
+        response: AgentResponse | None = None,
+    ) -> None:
+        counts: dict[str, int] = {}
+        for violation in violations:
+            counts[violation.category] = counts.get(violation.category, 0) + 1
+        found = ", ".join(f"{category} ({n})" for category, n in counts.items()) or "nothing"
+        where = "the prompt" if side == "input" else "the model's answer"
+        super().__init__(
+            f"The guardrail blocked the {side}: it contains {found}.",
+            hint=f"Remove the sensitive data from {where}, or use "
+            "guardrails(on_violation='redact') to replace it with placeholders.",
+            context={
+                "side": side,
+                "violations": [
+                    {"category": v.category, "span": list(v.span), "sample": v.sample}
+                    for v in violations
+                ],
+            },
+        )
+        self.side = side
+        self.violations = tuple(violations)
+        self.response = response

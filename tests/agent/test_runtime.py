@@ -26,6 +26,7 @@ from tidemill.types import (
     ResponseDone,
     Role,
     RunDone,
+    StreamEvent,
     TextDelta,
     ToolCall,
     ToolCallEnd,
@@ -501,12 +502,15 @@ async def test_a_stream_says_why_it_stopped_before_raising() -> None:
         )
     )
     runtime = AgentRuntime(model=model, tools=[add], max_iterations=2)
-    seen: list[str] = []
-    with pytest.raises(MaxIterationsExceeded):
+    seen: list[StreamEvent] = []
+
+    async def consume() -> None:
         async for event in runtime.astream("spin"):
-            seen.append(event.type)
-            if event.type == "stopped":
-                assert event.limit == "max_iterations"
-                assert event.error == "MaxIterationsExceeded"
-                assert len(event.response.steps) == 2
-    assert seen[-1] == "stopped"
+            seen.append(event)
+
+    with pytest.raises(MaxIterationsExceeded):
+        await consume()
+    stopped = seen[-1]
+    assert stopped.type == "stopped"
+    assert (stopped.limit, stopped.error) == ("max_iterations", "MaxIterationsExceeded")
+    assert len(stopped.response.steps) == 2

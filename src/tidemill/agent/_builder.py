@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Self, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, Self, Unpack
 
 from pydantic import JsonValue
 
@@ -20,7 +20,14 @@ from tidemill.llm import Model, ModelSettings, resolve_model
 from tidemill.tools import ToolLike, ToolRegistry
 from tidemill.types import AgentResponse, Decision, StreamEvent, ToolCall
 
+if TYPE_CHECKING:
+    from tidemill.tools.mcp import MCPServer, MCPServerOptions
+
 __all__ = ["AgentBuilder", "agent"]
+
+
+class _Closeable(Protocol):
+    async def aclose(self) -> None: ...
 
 
 def agent() -> AgentBuilder:
@@ -74,7 +81,7 @@ class AgentBuilder:
         self._memory: Memory | None = None
         self._specialists: dict[str, AgentTool] = {}
         self._delegation = Delegation()
-        self._owned: list[Model | Checkpointer] = []
+        self._owned: list[_Closeable] = []
         self._runtime: AgentRuntime | None = None
         self._sync = LoopThread("tidemill-agent")
 
@@ -115,6 +122,28 @@ class AgentBuilder:
     def tools(self, tools: Iterable[ToolLike]) -> Self:
         """Bind a sequence of tools; see `tool`."""
         return self.tool(*tools)
+
+    def mcp(self, server: MCPServer | None = None, /, **options: Unpack[MCPServerOptions]) -> Self:
+        """Connect an MCP server and bind its tools, named `{server}__{tool}`.
+
+        Call it once per server: `command=`/`args=`/`env=` start one as a
+        subprocess (stdio), `url=`/`headers=` reach one that is running
+        (streamable HTTP); `name=` sets the prefix of its tools. The
+        connection is made now, on this builder's own event loop, so a
+        server that cannot be reached fails here with `MCPConnectionError`,
+        never as an empty tool list; `close()` shuts it down. Needs
+        `pip install 'tidemill[mcp]'`.
+
+        Raises:
+            MCPConnectionError: When the server cannot be started, reached or initialised.
+            MissingDependencyError: When the `mcp` extra is not installed.
+        """
+        from tidemill.tools.mcp import MCPConnection
+
+        connection = MCPConnection(server, **options)
+        self._sync.run(connection.aconnect())
+        self._owned.append(connection)
+        return self.tool(*connection.tools)
 
     def system(self, prompt: str) -> Self:
         """Set the instructions sent first on every model call."""

@@ -1,0 +1,33 @@
+"""MCP client tools: the tools of Model Context Protocol servers, as Tidemill tools.
+
+Connect to a server that runs as a subprocess (stdio) or listens on a URL
+(streamable HTTP); its tools become `Tool` objects named `{server}__{tool}`,
+ready to give to an agent. Needs the `mcp` extra: `pip install 'tidemill[mcp]'`.
+
+Example:
+    ```python
+    from tidemill import agent
+    from tidemill.tools.mcp import MCPConnection
+
+    async with MCPConnection(command="uvx", args=["mcp-server-fetch"], name="web") as web:
+        bot = agent().llm("openai:gpt-4o-mini").tool(*web.tools)
+        print(await bot.arun("Summarise https://example.com"))
+    ```
+"""
+
+from tidemill.tools.mcp._connection import MCPConnection, connect_mcp
+from tidemill.tools.mcp._names import tool_names
+from tidemill.tools.mcp._server import MCPServer, MCPServerOptions
+from tidemill.tools.mcp._tool import ContentBlock, MCPResult, MCPTool, render_content
+
+__all__ = [
+    "ContentBlock",
+    "MCPConnection",
+    "MCPResult",
+    "MCPServer",
+    "MCPServerOptions",
+    "MCPTool",
+    "connect_mcp",
+    "render_content",
+    "tool_names",
+]
