@@ -98,10 +98,10 @@ def parse_gemini_usage(usage: JsonObject, previous: Usage | None = None) -> Usag
     leaves out the thinking tokens, which `Usage.output_tokens` includes.
 
     Example:
-        >>> parse_gemini_usage({"promptTokenCount": 30, "cachedContentTokenCount": 20,
-        ...                     "candidatesTokenCount": 5, "thoughtsTokenCount": 40})
-        Usage(requests=1, input_tokens=30, output_tokens=45, cache_read_tokens=20, \
-cache_write_tokens=0, reasoning_tokens=40)
+        >>> usage = parse_gemini_usage({"promptTokenCount": 30, "cachedContentTokenCount": 20,
+        ...                             "candidatesTokenCount": 5, "thoughtsTokenCount": 40})
+        >>> usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.reasoning_tokens
+        (30, 45, 20, 40)
     """
     before = previous or Usage(requests=1)
     prompt = get_int(usage, "promptTokenCount")
