@@ -18,6 +18,8 @@ PUBLIC_MODULES = [
     "tidemill.agent.journal",
     "tidemill.agent.memory",
     "tidemill.agent.checkpoint",
+    "tidemill.agent.guardrails",
+    "tidemill.agent.tracing",
     "tidemill.agent.checkpoint.conformance",
 ]
 
