@@ -13,8 +13,10 @@ from tidemill.agent._limits import UsageLimits
 from tidemill.agent._output import OutputSpec
 from tidemill.agent._runtime import AgentRuntime, Prompt
 from tidemill.agent.checkpoint import Checkpointer, MemoryCheckpointer, resolve_checkpointer
+from tidemill.agent.guardrails import Guardrail, resolve_guardrail
 from tidemill.agent.journal import JournalRecord, ThreadState
 from tidemill.agent.memory import Memory, resolve_memory
+from tidemill.agent.tracing import Tracer, resolve_tracer
 from tidemill.errors import ConfigurationError
 from tidemill.llm import Model, ModelSettings, resolve_model
 from tidemill.tools import ToolLike, ToolRegistry
@@ -81,6 +83,8 @@ class AgentBuilder:
         self._memory: Memory | None = None
         self._specialists: dict[str, AgentTool] = {}
         self._delegation = Delegation()
+        self._guardrail: Guardrail | None = None
+        self._tracer: Tracer | None = None
         self._owned: list[_Closeable] = []
         self._runtime: AgentRuntime | None = None
         self._sync = LoopThread("tidemill-agent")
@@ -306,6 +310,42 @@ class AgentBuilder:
         self._memory = resolve_memory(spec, **config)
         return self._changed()
 
+    def guardrails(self, spec: str | Guardrail | None = None, /, **config: Any) -> Self:
+        """Check what goes in and what comes out for personal data and secrets.
+
+        Args:
+            spec: `"rules"` (the default: the dependency-free `RuleGuardrail`)
+                or a `Guardrail` of your own.
+            **config: Options of the rule guardrail: `pii=`, `secrets=`,
+                `on_violation="redact" | "block"`, `categories=`, `patterns=`.
+
+        The user's input is checked before it is journaled; each model answer
+        before it is journaled or streamed out (a streamed answer is held back
+        only as much as a match could still need). Redacting replaces matches
+        with placeholders such as `[EMAIL]`; blocking raises `GuardrailViolation`.
+
+        Example:
+            >>> from tidemill import agent
+            >>> bot = agent().llm("fake", responses=["Write to ann@example.org."])
+            >>> bot.guardrails(pii=True, on_violation="redact").run("Contact?").output
+            'Write to [EMAIL].'
+        """
+        self._guardrail = resolve_guardrail(spec, **config)
+        return self._changed()
+
+    def observe(self, spec: str | Tracer | None = None, /, **config: Any) -> Self:
+        """Trace runs, model calls and tool calls.
+
+        Args:
+            spec: `"console"` (the default), `"memory"` (for tests), `"otel"`
+                (OpenTelemetry, GenAI semantic conventions; the `otel` extra),
+                `"none"`, or a `Tracer`.
+            **config: Tracer options, such as `capture_content=True` to record
+                message text (off by default: prompts may hold secrets).
+        """
+        self._tracer = resolve_tracer(spec, **config)
+        return self._changed()
+
     def limits(
         self,
         *,
@@ -398,6 +438,8 @@ class AgentBuilder:
             memory=self._memory,
             specialists=list(self._specialists.values()),
             delegation=self._delegation,
+            guardrail=self._guardrail,
+            tracer=self._tracer,
         )
         return self._runtime
 

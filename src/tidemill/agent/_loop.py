@@ -17,6 +17,7 @@ from tidemill.agent._limits import UsageLimits
 from tidemill.agent._output import OutputSpec
 from tidemill.agent._thread import ThreadWriter
 from tidemill.agent._tool_runner import ToolRunner
+from tidemill.agent.guardrails import Guardrail, guard_stream
 from tidemill.agent.journal import (
     Correction,
     JournalEvent,
@@ -27,22 +28,26 @@ from tidemill.agent.journal import (
     ToolFinished,
 )
 from tidemill.agent.memory import BufferMemory, Memory
+from tidemill.agent.tracing import NullTracer, Tracer
 from tidemill.errors import (
     AgentError,
+    GuardrailViolation,
     LimitExceeded,
     MalformedToolCall,
     MaxIterationsExceeded,
     OutputValidationError,
     ToolRetriesExceeded,
 )
-from tidemill.llm import Model, ModelRequest, ModelSettings
+from tidemill.llm import Model, ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.types import (
     AgentResponse,
     ApprovalRequired,
     Message,
     ModelResponse,
+    ResponseDone,
     RunDone,
     StreamEvent,
+    TextDelta,
     ToolCall,
     ToolResult,
 )
@@ -70,6 +75,8 @@ class AgentLoop:
     tool_call_retries: int = 2
     output: OutputSpec | None = None
     memory: Memory = field(default_factory=BufferMemory)
+    guardrail: Guardrail | None = None
+    tracer: Tracer = field(default_factory=NullTracer)
     _system: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +107,25 @@ class AgentLoop:
     ) -> AsyncGenerator[StreamEvent, None]:
         """Run the loop from wherever the journal stands; `RunDone` or `ApprovalRequired` last."""
         state = writer.state
+        with self.tracer.agent_span(
+            self.runner.agent_name,
+            thread_id=writer.thread_id,
+            run_id=state.run_id,
+            model=self.model.model_name,
+            provider=self.model.provider,
+        ) as run:
+            writer.span = run
+            try:
+                async with aclosing(self._steps(writer, bounds, settings, streaming)) as steps:
+                    async for event in steps:
+                        yield event
+            finally:
+                run.record_usage(state.usage)
+
+    async def _steps(
+        self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings, streaming: bool
+    ) -> AsyncGenerator[StreamEvent, None]:
+        state = writer.state
         limits = bounds.limits
         started: set[str] = set()
         while True:
@@ -122,20 +148,32 @@ class AgentLoop:
             response: ModelResponse | None = None
             request = ModelRequest(self._context(writer), self.runner.tools.definitions(), settings)
             try:
-                if streaming:
-                    async with aclosing(self.model.stream(request)) as chunks:
-                        async for chunk in chunks:
-                            if chunk.type == "response":
-                                response = chunk.response
-                            yield chunk
-                    if response is None:
-                        raise AgentError("The model's stream ended without its final response.")
-                else:
-                    response = await self.model.request(request)
+                with self.tracer.model_span(
+                    self.model.model_name,
+                    provider=self.model.provider,
+                    settings=settings,
+                    messages=request.messages,
+                    parent=writer.span,
+                ) as span:
+                    if streaming:
+                        async with aclosing(self._stream(request)) as chunks:
+                            async for chunk in chunks:
+                                if chunk.type == "response":
+                                    response = chunk.response
+                                yield chunk
+                        if response is None:
+                            raise AgentError("The model's stream ended without its final response.")
+                    else:
+                        response = self._screen(await self.model.request(request))
+                    span.record_response(response)
             except MalformedToolCall as exc:
                 _log.warning("Model produced an unparseable tool call: %s", exc)
                 await writer.append(Correction(error=str(exc), feedback=exc.feedback))
                 continue
+            except GuardrailViolation as exc:
+                await writer.append(RunFailed(reason="guardrail", message=exc.message))
+                exc.response = self.response(writer)
+                raise
 
             turn = ModelTurn(response=response)
             calls = response.message.tool_calls
@@ -154,6 +192,32 @@ class AgentLoop:
                 await self._stop(writer, crossed, turn, calls)
             started = set()
             await writer.append(turn, *self.runner.admission_events(admission, started))
+
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
+        """The model's stream, its text passed through the output guardrail as it arrives."""
+        guard = guard_stream(self.guardrail) if self.guardrail is not None else None
+        async with aclosing(self.model.stream(request)) as chunks:
+            async for chunk in chunks:
+                if chunk.type == "response":
+                    if guard is not None and (tail := guard.flush()):
+                        yield TextDelta(delta=tail)
+                    yield ResponseDone(response=self._screen(chunk.response))
+                elif chunk.type == "text" and guard is not None:
+                    if released := guard.feed(chunk.delta):
+                        yield TextDelta(delta=released)
+                else:
+                    yield chunk
+
+    def _screen(self, response: ModelResponse) -> ModelResponse:
+        """Apply the output guardrail to an answer: unchanged, redacted, or refused."""
+        if self.guardrail is None or not response.message.content:
+            return response
+        checked = self.guardrail.check_output(response.message.content)
+        checked.raise_if_blocked()
+        if checked.action != "redact" or checked.text is None:
+            return response
+        message = response.message.model_copy(update={"content": checked.text})
+        return response.model_copy(update={"message": message})
 
     async def _check_bounds(self, writer: ThreadWriter, bounds: RunBounds) -> None:
         """Fail the run before the next model call when a bound says so."""

@@ -40,16 +40,19 @@ from tidemill.agent._output import OutputSpec
 from tidemill.agent._thread import ThreadWriter, load_state
 from tidemill.agent._tool_runner import ToolRunner
 from tidemill.agent.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agent.guardrails import Guardrail
 from tidemill.agent.journal import (
     JournalRecord,
     ThreadState,
     UserInput,
 )
 from tidemill.agent.memory import BufferMemory, Memory
+from tidemill.agent.tracing import NullTracer, Tracer
 from tidemill.errors import (
     AgentInterrupt,
     ApprovalError,
     ConfigurationError,
+    GuardrailViolation,
     LimitExceeded,
     OutputValidationError,
     ThreadBusy,
@@ -107,6 +110,10 @@ class AgentRuntime:
             the system prompt gains the roster.
         delegation: Bounds on delegation: nesting depth, fan-out per turn,
             concurrency, and each child's limits.
+        guardrail: An input and output policy: what the user sends is
+            checked before it is journaled, what the model answers before it
+            is journaled or streamed out.
+        tracer: Where spans for the run, each model call and each tool call go.
 
     Example:
         >>> from tidemill.llm import ScriptedModel
@@ -133,6 +140,8 @@ class AgentRuntime:
         memory: Memory | None = None,
         specialists: Sequence[AgentTool] = (),
         delegation: Delegation | None = None,
+        guardrail: Guardrail | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ConfigurationError("max_iterations must be at least 1.")
@@ -160,6 +169,8 @@ class AgentRuntime:
         self.output = output
         self.memory: Memory = memory or BufferMemory()
         self.delegation = delegation or Delegation()
+        self.guardrail = guardrail
+        self.tracer: Tracer = tracer or NullTracer()
         self.specialists = {tool.name: tool for tool in specialists}
         for specialist in specialists:
             self.tools.add(specialist)
@@ -174,11 +185,14 @@ class AgentRuntime:
                 max_parallel=max_parallel,
                 require_approval=require_approval,
                 max_fan_out=self.delegation.max_fan_out,
+                tracer=self.tracer,
             ),
             system_prompt=system_prompt,
             tool_call_retries=tool_call_retries,
             output=output,
             memory=self.memory,
+            guardrail=guardrail,
+            tracer=self.tracer,
         )
         self._sync = LoopThread(f"tidemill-{name}")
 
@@ -263,7 +277,12 @@ class AgentRuntime:
         try:
             async for event in self._loop.drive(writer, bounds, settings, streaming=True):
                 yield event
-        except (LimitExceeded, ToolRetriesExceeded, OutputValidationError) as stop:
+        except (
+            LimitExceeded,
+            ToolRetriesExceeded,
+            OutputValidationError,
+            GuardrailViolation,
+        ) as stop:
             yield RunStopped(
                 error=type(stop).__name__,
                 message=stop.message,
@@ -547,6 +566,8 @@ class AgentRuntime:
             "memory": self.memory.describe(),
             "specialists": list[JsonValue](sorted(self.specialists)),
             "delegation": self.delegation.describe() if self.specialists else None,
+            "guardrail": self.guardrail.describe() if self.guardrail else None,
+            "tracer": self.tracer.describe(),
             "output_schema": self.output.schema if self.output else None,
         }
 
@@ -562,6 +583,11 @@ class AgentRuntime:
 
     async def _begin(self, prompt: Prompt, thread_id: str | None) -> ThreadWriter:
         messages = _messages(prompt)
+        if self.guardrail is not None:
+            # Checked before anything is journaled: a blocked input stores nothing.
+            checked = self.guardrail.check_input(messages)
+            checked.raise_if_blocked()
+            messages = tuple(checked.messages or messages)
         if thread_id is None:
             state = ThreadState("thread_" + secrets.token_hex(12))
         else:

@@ -7,6 +7,7 @@ import time
 
 from tidemill.agent.checkpoint import Checkpointer
 from tidemill.agent.journal import JournalEvent, ThreadState
+from tidemill.agent.tracing import Span
 from tidemill.errors import JournalConflict, ThreadBusy
 
 __all__ = ["ThreadWriter", "load_state"]
@@ -38,6 +39,8 @@ class ThreadWriter:
         self.started = time.perf_counter()
         self.validated: dict[str, dict[str, object]] = {}
         """Validated arguments by call id, so a call is not validated twice."""
+        self.span: Span | None = None
+        """The run's trace span, the parent of its model and tool spans."""
         self.retry_in_flight = False
         """Whether calls started by an earlier, dead process may run again."""
         self._lock = asyncio.Lock()

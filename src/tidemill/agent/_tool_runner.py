@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tidemill.agent._thread import ThreadWriter
 from tidemill.agent.journal import ApprovalRequested, JournalEvent, ToolFinished, ToolStarted
+from tidemill.agent.tracing import NullTracer, Span, Tracer
 from tidemill.errors import ThreadBusy, ToolArgumentsError
-from tidemill.tools import ToolContext, ToolRegistry, ToolReturn
-from tidemill.types import StreamEvent, ToolCall, ToolCallEnd, ToolCallStart, ToolResult
+from tidemill.tools import Tool, ToolContext, ToolRegistry, ToolReturn
+from tidemill.types import StreamEvent, ToolCall, ToolCallEnd, ToolCallStart, ToolResult, Usage
 
 __all__ = ["Admission", "ToolRunner"]
 
@@ -41,6 +42,7 @@ class ToolRunner:
     require_approval: bool = False
     max_fan_out: int | None = None
     """At most this many delegations (calls of tools that run an agent) per turn."""
+    tracer: Tracer = field(default_factory=NullTracer)
 
     def admit(self, writer: ThreadWriter, calls: Sequence[ToolCall]) -> Admission:
         """Sort a fresh turn's calls: refused now, awaiting approval, or runnable."""
@@ -178,34 +180,39 @@ class ToolRunner:
     async def _execute(self, writer: ThreadWriter, call: ToolCall) -> ToolResult:
         """Run one started call and journal its result; tool errors become results."""
         tool = self.tools.get(call.name)
-        arguments = writer.validated.pop(call.id, None)
-        content: str
-        failed = True
-        usage = None
-        if tool is None:
-            content = f"There is no tool named {call.name!r}."
-        else:
-            context = ToolContext(
-                thread_id=writer.thread_id,
-                call_id=call.id,
-                tool_name=call.name,
-                attempt=writer.state.attempts.get(call.id, 1),
-                agent=self.agent_name,
-            )
-            try:
-                if arguments is None:
-                    arguments = tool.validate(call.arguments)
-                value = await tool.acall(arguments, context)
-                failed = False
-                if isinstance(value, ToolReturn):
-                    usage, failed = value.usage, value.is_error
-                    value = value.value
-                content = tool.render(value)
-            except ToolArgumentsError as exc:
-                content = exc.message
-            except Exception as exc:
-                _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
-                content = f"The tool raised {type(exc).__name__}: {exc}"
-        result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
+        description = tool.description if tool is not None else None
+        with self.tracer.tool_span(call, description=description, parent=writer.span) as span:
+            content, failed, usage = await self._invoke(writer, call, tool, span)
+            result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
+            span.record_result(result)
         await writer.append(ToolFinished(result=result, usage=usage))
         return result
+
+    async def _invoke(
+        self, writer: ThreadWriter, call: ToolCall, tool: Tool | None, span: Span
+    ) -> tuple[str, bool, Usage | None]:
+        """Call the tool; its text for the model, whether it failed, what it spent."""
+        if tool is None:
+            return f"There is no tool named {call.name!r}.", True, None
+        arguments = writer.validated.pop(call.id, None)
+        context = ToolContext(
+            thread_id=writer.thread_id,
+            call_id=call.id,
+            tool_name=call.name,
+            attempt=writer.state.attempts.get(call.id, 1),
+            agent=self.agent_name,
+        )
+        try:
+            if arguments is None:
+                arguments = tool.validate(call.arguments)
+            value = await tool.acall(arguments, context)
+        except ToolArgumentsError as exc:
+            span.record_error(exc)
+            return exc.message, True, None
+        except Exception as exc:
+            _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
+            span.record_error(exc)
+            return f"The tool raised {type(exc).__name__}: {exc}", True, None
+        if isinstance(value, ToolReturn):
+            return tool.render(value.value), value.is_error, value.usage
+        return tool.render(value), False, None

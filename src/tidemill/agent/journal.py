@@ -146,7 +146,7 @@ class RunFailed(_Event):
     """The run stopped at a bound; the thread can take a new run."""
 
     kind: Literal["failed"] = "failed"
-    reason: Literal["limit", "tool_call_retries", "output_validation"]
+    reason: Literal["limit", "tool_call_retries", "output_validation", "guardrail"]
     message: str
     limit: str | None = None
     """For a crossed limit: which one (`max_iterations`, `requests`, `tool_calls`, ...)."""
