@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from tidemill.agent.tracing import ConsoleTracer, MemoryTracer, NullTracer, OTelTracer, Tracer
+from tidemill.agents.tracing import ConsoleTracer, MemoryTracer, NullTracer, OTelTracer, Tracer
 from tidemill.types import Message, ModelResponse, ToolCall, ToolResult, Usage
 
 RESPONSE = ModelResponse(

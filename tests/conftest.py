@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tidemill.agent.checkpoint import (
+from tidemill.agents.checkpoint import (
     Checkpointer,
     MemoryCheckpointer,
     PostgresCheckpointer,

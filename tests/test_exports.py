@@ -14,13 +14,13 @@ PUBLIC_MODULES = [
     "tidemill.tools",
     "tidemill.tools.mcp",
     "tidemill.llm",
-    "tidemill.agent",
-    "tidemill.agent.journal",
-    "tidemill.agent.memory",
-    "tidemill.agent.checkpoint",
-    "tidemill.agent.guardrails",
-    "tidemill.agent.tracing",
-    "tidemill.agent.checkpoint.conformance",
+    "tidemill.agents",
+    "tidemill.agents.journal",
+    "tidemill.agents.memory",
+    "tidemill.agents.checkpoint",
+    "tidemill.agents.guardrails",
+    "tidemill.agents.tracing",
+    "tidemill.agents.checkpoint.conformance",
 ]
 
 

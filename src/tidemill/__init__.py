@@ -6,7 +6,7 @@ Example:
     Hello!
 """
 
-from tidemill.agent import (
+from tidemill.agents import (
     AgentBuilder,
     AgentRuntime,
     Checkpointer,

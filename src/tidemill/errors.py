@@ -536,7 +536,7 @@ class MCPToolError(TidemillError):
 
 
 # -- Guardrail errors -------------------------------------------------------------------
-# Raised by the agent runtime when a guardrail (`tidemill.agent.guardrails`) blocks a run's
+# Raised by the agent runtime when a guardrail (`tidemill.agents.guardrails`) blocks a run's
 # input or output. A violation carries only a masked sample, never the matched text itself.
 
 
@@ -567,7 +567,7 @@ class GuardrailViolation(AgentError):
         response: The run so far, when the runtime has one.
 
     Example:
-        >>> from tidemill.agent.guardrails import RuleGuardrail
+        >>> from tidemill.agents.guardrails import RuleGuardrail
         >>> result = RuleGuardrail(on_violation="block").check_output("Mail bob@example.com")
         >>> error = GuardrailViolation("output", result.violations)
         >>> str(error).split(" Hint:")[0]

@@ -1,0 +1,276 @@
+"""Specialists: agents a supervisor delegates to, as tools, within bounds.
+
+A specialist is a tool from the supervisor's point of view: `AgentTool`
+takes a self-contained task and runs the worker agent on a thread of its own,
+so the worker sees only its task, never the supervisor's transcript. The
+`Delegation` policy bounds it: how deep delegations may nest, how many one
+turn may start, how many run at once, and what each child may spend. What a
+child spends rolls up into the parent's usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import JsonValue
+
+from tidemill.agents._limits import UsageLimits
+from tidemill.agents.journal import ThreadState
+from tidemill.errors import AgentError, ConfigurationError
+from tidemill.tools import Tool, ToolContext, ToolReturn, render_result
+from tidemill.types import AgentResponse, AgentStep, Message, Usage
+
+__all__ = ["AgentTool", "Delegation", "Worker", "broadcast", "pipeline", "roster"]
+
+# How many more levels of delegation the current run may start; None when unbounded.
+_LEVELS_LEFT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "tidemill_delegation_levels_left", default=None
+)
+
+
+class Worker(Protocol):
+    """What can be a specialist: an `AgentBuilder`, an `AgentRuntime`, or alike."""
+
+    async def arun(
+        self,
+        prompt: str,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+    ) -> AgentResponse:
+        """Run on a task."""
+        ...
+
+    async def astate(self, thread_id: str) -> ThreadState | None:
+        """A thread's state, to find a delegation that already ran."""
+        ...
+
+
+@dataclass(frozen=True)
+class Delegation:
+    """Bounds on delegation to specialists.
+
+    Args:
+        max_depth: How deep delegations may nest (a specialist that delegates
+            in turn counts one more level).
+        max_fan_out: Delegations one model turn may start; the rest are
+            refused with an error the model sees.
+        max_concurrency: Children running at once, across the supervisor.
+        child_limits: Usage limits for each child run; a child's own limits
+            apply when this is None.
+    """
+
+    max_depth: int = 3
+    max_fan_out: int = 4
+    max_concurrency: int = 4
+    child_limits: UsageLimits | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_depth", "max_fan_out", "max_concurrency"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"Delegation {name} must be at least 1.")
+
+    def describe(self) -> dict[str, JsonValue]:
+        """The bounds, JSON-safe."""
+        return {
+            "max_depth": self.max_depth,
+            "max_fan_out": self.max_fan_out,
+            "max_concurrency": self.max_concurrency,
+            "child_limits": self.child_limits.describe() if self.child_limits else None,
+        }
+
+
+class AgentTool(Tool):
+    """A specialist as a tool: a task in, the worker's answer out.
+
+    The child runs on the thread `{parent thread}:{name}:{call id}`, so a call
+    re-run after a crash finds the child's finished answer instead of running
+    it again.
+
+    Args:
+        worker: The specialist agent.
+        name: The tool name the supervisor calls it by.
+        description: What the specialist is good at; the supervisor routes on it.
+        delegation: The bounds shared by the supervisor's specialists.
+
+    Example:
+        >>> import asyncio
+        >>> from tidemill import agent
+        >>> from tidemill.tools import ToolContext
+        >>> helper = AgentTool(agent().llm("fake", responses=["done"]), name="helper",
+        ...                    description="Does small jobs.")
+        >>> result = asyncio.run(helper.acall({"task": "tidy up"},
+        ...                      ToolContext(thread_id="t", call_id="c1", tool_name="helper")))
+        >>> result.value, result.usage.requests
+        ('done', 1)
+    """
+
+    delegates = True
+
+    def __init__(
+        self,
+        worker: Worker,
+        *,
+        name: str,
+        description: str = "",
+        delegation: Delegation | None = None,
+    ) -> None:
+        super().__init__(
+            name=name,
+            description=description or f"Delegate a task to the {name!r} specialist.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "task": {
+                        "type": "string",
+                        "description": "A complete, self-contained description of the work. "
+                        "The specialist cannot see this conversation.",
+                    }
+                },
+                "required": ["task"],
+                "additionalProperties": False,
+            },
+        )
+        self.worker = worker
+        self.delegation = delegation or Delegation()
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
+        """Run the worker on the task, within the delegation bounds."""
+        task = str(arguments.get("task", "")).strip()
+        if not task:
+            return ToolReturn("No task was given: describe the work in `task`.", is_error=True)
+        # The strictest bound of every supervisor above this one applies.
+        inherited = _LEVELS_LEFT.get()
+        left = self.delegation.max_depth if inherited is None else inherited
+        left = min(left, self.delegation.max_depth)
+        if left < 1:
+            return ToolReturn(
+                "Not run: delegations may not nest any deeper here. Do this part yourself.",
+                is_error=True,
+            )
+        thread_id = f"{context.thread_id}:{self.name}:{context.call_id}"
+        token = _LEVELS_LEFT.set(left - 1)
+        try:
+            async with self._gate():
+                return await self._run(task, thread_id)
+        finally:
+            _LEVELS_LEFT.reset(token)
+
+    async def _run(self, task: str, thread_id: str) -> ToolReturn:
+        earlier = await self.worker.astate(thread_id)
+        if earlier is not None and earlier.status == "finished":
+            return ToolReturn(_text(earlier.output), usage=earlier.usage)
+        if earlier is not None and earlier.status != "new":
+            return ToolReturn(
+                f"The {self.name!r} specialist's earlier run on thread {thread_id!r} "
+                f"is {earlier.status}; it cannot be run again from here.",
+                usage=earlier.usage,
+                is_error=True,
+            )
+        try:
+            response = await self.worker.arun(
+                task, thread_id=thread_id, limits=self.delegation.child_limits
+            )
+        except AgentError as exc:
+            partial = getattr(exc, "response", None)
+            usage = partial.usage if isinstance(partial, AgentResponse) else Usage()
+            return ToolReturn(
+                f"The {self.name!r} specialist failed: {exc.message}", usage=usage, is_error=True
+            )
+        return ToolReturn(_text(response.output), usage=response.usage)
+
+    def _gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(self.delegation.max_concurrency)
+        return gate
+
+
+def _text(output: object) -> str:
+    return render_result(output)
+
+
+async def broadcast(
+    specialists: Mapping[str, Worker], task: str, *, max_concurrency: int = 4
+) -> dict[str, AgentResponse]:
+    """Run every specialist on the same task, concurrently.
+
+    One specialist failing does not lose the others' work: its entry is an
+    `AgentResponse` whose output says what went wrong, with
+    `metadata["error"]` set.
+    """
+    gate = asyncio.Semaphore(max_concurrency)
+
+    async def one(name: str, worker: Worker) -> AgentResponse:
+        async with gate:
+            try:
+                return await worker.arun(task)
+            except AgentError as exc:
+                partial = getattr(exc, "response", None)
+                return AgentResponse(
+                    output=f"{name} failed: {exc.message}",
+                    usage=partial.usage if isinstance(partial, AgentResponse) else Usage(),
+                    metadata={"error": type(exc).__name__, "agent": name},
+                )
+
+    names = list(specialists)
+    results = await asyncio.gather(*(one(n, specialists[n]) for n in names))
+    return dict(zip(names, results, strict=True))
+
+
+async def pipeline(
+    specialists: Mapping[str, Worker], task: str, order: Sequence[str]
+) -> AgentResponse:
+    """Chain specialists: each gets the previous one's answer as its task.
+
+    Returns the last answer, with one step per stage and the usage of all.
+
+    Raises:
+        ConfigurationError: When `order` names an unknown specialist.
+    """
+    missing = [name for name in order if name not in specialists]
+    if missing or not order:
+        raise ConfigurationError(
+            f"Unknown specialist(s) in the pipeline: {', '.join(missing) or '(none given)'}.",
+            hint=f"Known: {', '.join(specialists) or 'none'}.",
+        )
+    started = time.perf_counter()
+    current = task
+    steps: list[AgentStep] = []
+    messages = [Message.user(task)]
+    usage = Usage()
+    output: object = task
+    for index, name in enumerate(order):
+        response = await specialists[name].arun(current)
+        output, current = response.output, _text(response.output)
+        usage = usage + response.usage
+        messages.append(Message.assistant(current, name=name))
+        steps.append(AgentStep(index=index, thought=current, usage=response.usage, note=name))
+    return AgentResponse(
+        output=output,
+        messages=messages,
+        steps=steps,
+        usage=usage,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        metadata={"pattern": "pipeline", "order": list(order)},
+    )
+
+
+def roster(specialists: Sequence[AgentTool]) -> str:
+    """The supervisor's instructions: how to delegate, and to whom."""
+    lines = "\n".join(f"- {tool.name}: {tool.description}" for tool in specialists)
+    return (
+        "You lead a team of specialists. Delegate work by calling a specialist's tool with "
+        "a complete, self-contained task: they cannot see this conversation. Specialists:\n" + lines
+    )

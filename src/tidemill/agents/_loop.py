@@ -1,0 +1,282 @@
+"""`AgentLoop`: think, then act, until the model answers or a bound is crossed.
+
+Every step is appended to the thread's journal before its effect, so the loop
+can start from any journal: a fresh run, an approval just decided, or a run
+whose process died. It first settles the open calls of the last model turn,
+then checks the bounds, then asks the model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from tidemill.agents._limits import UsageLimits
+from tidemill.agents._output import OutputSpec
+from tidemill.agents._thread import ThreadWriter
+from tidemill.agents._tool_runner import ToolRunner
+from tidemill.agents.guardrails import Guardrail, guard_stream
+from tidemill.agents.journal import (
+    Correction,
+    JournalEvent,
+    ModelTurn,
+    OutputRejected,
+    RunFailed,
+    RunFinished,
+    ToolFinished,
+)
+from tidemill.agents.memory import BufferMemory, Memory
+from tidemill.agents.tracing import NullTracer, Tracer
+from tidemill.errors import (
+    AgentError,
+    GuardrailViolation,
+    LimitExceeded,
+    MalformedToolCall,
+    MaxIterationsExceeded,
+    OutputValidationError,
+    ToolRetriesExceeded,
+)
+from tidemill.llm import Model, ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.types import (
+    AgentResponse,
+    ApprovalRequired,
+    Message,
+    ModelResponse,
+    ResponseDone,
+    RunDone,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
+
+__all__ = ["AgentLoop"]
+
+_log = logging.getLogger("tidemill.agents")
+
+
+@dataclass(frozen=True, slots=True)
+class RunBounds:
+    """The bounds of one run: its iteration budget and its usage limits."""
+
+    max_iterations: int
+    limits: UsageLimits
+
+
+@dataclass(frozen=True)
+class AgentLoop:
+    """The reason/act loop of one agent configuration; holds no per-run state."""
+
+    model: Model
+    runner: ToolRunner
+    system_prompt: str | None = None
+    tool_call_retries: int = 2
+    output: OutputSpec | None = None
+    memory: Memory = field(default_factory=BufferMemory)
+    guardrail: Guardrail | None = None
+    tracer: Tracer = field(default_factory=NullTracer)
+    _system: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = [p for p in (self.system_prompt, self.output and self.output.instructions) if p]
+        object.__setattr__(self, "_system", "\n\n".join(parts))
+
+    async def remember(self, writer: ThreadWriter) -> None:
+        """At the start of a run, let the memory condense older turns, journaling the result."""
+        summary = await self.memory.compact(writer.state, self.model)
+        if summary is not None:
+            await writer.append(summary)
+
+    def _context(self, writer: ThreadWriter) -> tuple[Message, ...]:
+        """The system prompt and the part of the thread the memory chooses."""
+        view = self.memory.view(writer.state)
+        system = "\n\n".join(p for p in (self._system, view.context) if p)
+        return (Message.system(system), *view.messages) if system else tuple(view.messages)
+
+    def response(self, writer: ThreadWriter) -> AgentResponse:
+        """The run so far, its output turned back into the output type when it has one."""
+        response = writer.state.response(latency_ms=writer.elapsed_ms())
+        if self.output is not None and writer.state.status == "finished":
+            response.output = self.output.load(writer.state.output)
+        return response
+
+    async def drive(
+        self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings, *, streaming: bool
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Run the loop from wherever the journal stands; `RunDone` or `ApprovalRequired` last."""
+        state = writer.state
+        with self.tracer.agent_span(
+            self.runner.agent_name,
+            thread_id=writer.thread_id,
+            run_id=state.run_id,
+            model=self.model.model_name,
+            provider=self.model.provider,
+        ) as run:
+            writer.span = run
+            try:
+                async with aclosing(self._steps(writer, bounds, settings, streaming)) as steps:
+                    async for event in steps:
+                        yield event
+            finally:
+                run.record_usage(state.usage)
+
+    async def _steps(
+        self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings, streaming: bool
+    ) -> AsyncGenerator[StreamEvent, None]:
+        state = writer.state
+        limits = bounds.limits
+        started: set[str] = set()
+        while True:
+            if state.open_calls:
+                runnable = [
+                    state.approved.get(cid, call)
+                    for cid, call in state.open_calls.items()
+                    if cid not in state.pending
+                ]
+                if not runnable:
+                    yield ApprovalRequired(
+                        thread_id=writer.thread_id, calls=tuple(state.pending.values())
+                    )
+                    return
+                async for event in self.runner.act(writer, runnable, started, streaming=streaming):
+                    yield event
+                continue  # decisions may have arrived meanwhile
+            await self._check_bounds(writer, bounds)
+
+            response: ModelResponse | None = None
+            request = ModelRequest(self._context(writer), self.runner.tools.definitions(), settings)
+            try:
+                with self.tracer.model_span(
+                    self.model.model_name,
+                    provider=self.model.provider,
+                    settings=settings,
+                    messages=request.messages,
+                    parent=writer.span,
+                ) as span:
+                    if streaming:
+                        async with aclosing(self._stream(request)) as chunks:
+                            async for chunk in chunks:
+                                if chunk.type == "response":
+                                    response = chunk.response
+                                yield chunk
+                        if response is None:
+                            raise AgentError("The model's stream ended without its final response.")
+                    else:
+                        response = self._screen(await self.model.request(request))
+                    span.record_response(response)
+            except MalformedToolCall as exc:
+                _log.warning("Model produced an unparseable tool call: %s", exc)
+                await writer.append(Correction(error=str(exc), feedback=exc.feedback))
+                continue
+            except GuardrailViolation as exc:
+                await writer.append(RunFailed(reason="guardrail", message=exc.message))
+                exc.response = self.response(writer)
+                raise
+
+            turn = ModelTurn(response=response)
+            calls = response.message.tool_calls
+            crossed = limits.after_response(state.usage + response.usage)
+            if crossed is not None:
+                await self._stop(writer, crossed, turn, calls)
+            if not calls:
+                if await self._finish(writer, turn, response.message.content):
+                    yield RunDone(response=self.response(writer))
+                    return
+                continue
+            admission = self.runner.admit(writer, calls)
+            batch = len(admission.pending) + len(admission.runnable)
+            crossed = limits.before_tools(state.tool_calls, batch)
+            if crossed is not None:
+                await self._stop(writer, crossed, turn, calls)
+            started = set()
+            await writer.append(turn, *self.runner.admission_events(admission, started))
+
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
+        """The model's stream, its text passed through the output guardrail as it arrives."""
+        guard = guard_stream(self.guardrail) if self.guardrail is not None else None
+        async with aclosing(self.model.stream(request)) as chunks:
+            async for chunk in chunks:
+                if chunk.type == "response":
+                    if guard is not None and (tail := guard.flush()):
+                        yield TextDelta(delta=tail)
+                    yield ResponseDone(response=self._screen(chunk.response))
+                elif chunk.type == "text" and guard is not None:
+                    if released := guard.feed(chunk.delta):
+                        yield TextDelta(delta=released)
+                else:
+                    yield chunk
+
+    def _screen(self, response: ModelResponse) -> ModelResponse:
+        """Apply the output guardrail to an answer: unchanged, redacted, or refused."""
+        if self.guardrail is None or not response.message.content:
+            return response
+        checked = self.guardrail.check_output(response.message.content)
+        checked.raise_if_blocked()
+        if checked.action != "redact" or checked.text is None:
+            return response
+        message = response.message.model_copy(update={"content": checked.text})
+        return response.model_copy(update={"message": message})
+
+    async def _check_bounds(self, writer: ThreadWriter, bounds: RunBounds) -> None:
+        """Fail the run before the next model call when a bound says so."""
+        state = writer.state
+        if state.corrections > self.tool_call_retries:
+            detail = state.last_error or "unknown error"
+            await writer.append(RunFailed(reason="tool_call_retries", message=detail))
+            raise ToolRetriesExceeded(
+                self.tool_call_retries, detail, response=self.response(writer)
+            )
+        if self.output is not None and state.output_retries > self.output.retries:
+            detail = state.last_error or "invalid output"
+            await writer.append(RunFailed(reason="output_validation", message=detail))
+            raw = state.messages[-2].content if len(state.messages) > 1 else ""
+            raise OutputValidationError(raw, detail.split("; "), response=self.response(writer))
+        budget = bounds.max_iterations
+        if state.iterations >= budget:
+            await writer.append(
+                RunFailed(
+                    reason="limit", limit="max_iterations", message=f"{budget} iteration(s) used"
+                )
+            )
+            raise MaxIterationsExceeded(budget, response=self.response(writer))
+        crossed = bounds.limits.before_request(state.usage)
+        if crossed is not None:
+            await self._stop(writer, crossed)
+
+    async def _finish(self, writer: ThreadWriter, turn: ModelTurn, text: str) -> bool:
+        """Journal a final answer, or its rejection by the output schema; True when done."""
+        if self.output is None:
+            await writer.append(turn, RunFinished(output=text))
+            return True
+        value, errors = self.output.parse(text)
+        if errors:
+            feedback = self.output.feedback(errors)
+            await writer.append(turn, OutputRejected(errors=tuple(errors), feedback=feedback))
+            return False
+        await writer.append(turn, RunFinished(output=value))
+        return True
+
+    async def _stop(
+        self,
+        writer: ThreadWriter,
+        crossed: tuple[str, int],
+        turn: ModelTurn | None = None,
+        calls: tuple[ToolCall, ...] = (),
+    ) -> None:
+        """End the run at a limit. A turn that crossed it is kept, its calls answered unrun."""
+        name, value = crossed
+        events: list[JournalEvent] = []
+        if turn is not None:
+            events.append(turn)
+            note = f"Not run: the run reached its {name} limit of {value}."
+            events += [
+                ToolFinished(
+                    result=ToolResult(call_id=c.id, name=c.name, content=note, is_error=True)
+                )
+                for c in calls
+            ]
+        events.append(RunFailed(reason="limit", limit=name, message=f"{name} limit of {value}"))
+        await writer.append(*events)
+        raise LimitExceeded(name, value, response=self.response(writer))

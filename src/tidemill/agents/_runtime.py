@@ -1,0 +1,645 @@
+"""`AgentRuntime`: the reason/act loop over a journaled thread.
+
+The loop is: think (one model call), then act (run the tool calls), until the
+model answers without tool calls or a bound is crossed. Each step is appended
+to the thread's journal before its effect: a model turn and the tool calls it
+starts are written together, each tool's result as it finishes. A run that
+stops (an approval pause, a crash) continues from the journal, in this
+process or another, without repeating a finished call.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import (
+    AsyncIterator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import aclosing
+from typing import Unpack
+
+from pydantic import JsonValue
+
+from tidemill._sync import LoopThread
+from tidemill.agents._decisions import decision_events, decisions_from_flags
+from tidemill.agents._delegation import (
+    AgentTool,
+    Delegation,
+    Worker,
+    broadcast,
+    pipeline,
+    roster,
+)
+from tidemill.agents._limits import UsageLimits
+from tidemill.agents._loop import AgentLoop, RunBounds
+from tidemill.agents._output import OutputSpec
+from tidemill.agents._thread import ThreadWriter, load_state
+from tidemill.agents._tool_runner import ToolRunner
+from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agents.guardrails import Guardrail
+from tidemill.agents.journal import (
+    JournalRecord,
+    ThreadState,
+    UserInput,
+)
+from tidemill.agents.memory import BufferMemory, Memory
+from tidemill.agents.tracing import NullTracer, Tracer
+from tidemill.errors import (
+    AgentInterrupt,
+    ApprovalError,
+    ConfigurationError,
+    GuardrailViolation,
+    LimitExceeded,
+    OutputValidationError,
+    ThreadBusy,
+    ToolRetriesExceeded,
+)
+from tidemill.llm import Model, ModelSettings
+from tidemill.tools import ToolLike, ToolRegistry
+from tidemill.types import (
+    AgentResponse,
+    Decision,
+    Message,
+    RunStopped,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+)
+
+__all__ = ["AgentRuntime", "Prompt"]
+
+_log = logging.getLogger("tidemill.agents")
+
+_DECISION_ATTEMPTS = 3
+
+Prompt = str | Message | Sequence[Message]
+"""What a run starts from: a user's text, one message, or a transcript."""
+
+
+class AgentRuntime:
+    """A tool-calling agent: the reason/act loop, journaled.
+
+    Usually built by `tidemill.agent()`; construct it directly to pass every
+    component as an argument.
+
+    Args:
+        model: The reasoning model.
+        tools: The tools it may call.
+        system_prompt: Instructions sent first on every model call.
+        name: The agent's name, for logs, tool contexts and delegation.
+        max_iterations: Model calls allowed per run before `MaxIterationsExceeded`.
+        tool_call_retries: Model turns with a failing tool call (bad arguments,
+            an unknown tool, an exception) a run may recover from before
+            `ToolRetriesExceeded`. Each also costs an iteration.
+        parallel_tools: Run the calls of one turn concurrently.
+        max_parallel: At most this many of them at once.
+        require_approval: Pause before every tool call, not only those whose
+            tool asks for approval.
+        checkpointer: Where journals are kept; in memory by default, so
+            approval pauses work without configuring anything.
+        limits: Usage budgets per run, beside `max_iterations`.
+        output: The shape the final answer must have; `AgentResponse.output`
+            is then the validated value.
+        memory: Which part of a thread each model call sees; the whole thread
+            (`BufferMemory`) by default.
+        specialists: Agents this one may delegate to, as tools; with any,
+            the system prompt gains the roster.
+        delegation: Bounds on delegation: nesting depth, fan-out per turn,
+            concurrency, and each child's limits.
+        guardrail: An input and output policy: what the user sends is
+            checked before it is journaled, what the model answers before it
+            is journaled or streamed out.
+        tracer: Where spans for the run, each model call and each tool call go.
+
+    Example:
+        >>> from tidemill.llm import ScriptedModel
+        >>> runtime = AgentRuntime(model=ScriptedModel(["Done."]))
+        >>> runtime.run("Say done.").output
+        'Done.'
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: ToolRegistry | Iterable[ToolLike] = (),
+        system_prompt: str | None = None,
+        name: str = "agent",
+        max_iterations: int = 10,
+        tool_call_retries: int = 2,
+        parallel_tools: bool = True,
+        max_parallel: int = 8,
+        require_approval: bool = False,
+        checkpointer: Checkpointer | None = None,
+        limits: UsageLimits | None = None,
+        output: OutputSpec | None = None,
+        memory: Memory | None = None,
+        specialists: Sequence[AgentTool] = (),
+        delegation: Delegation | None = None,
+        guardrail: Guardrail | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
+        if max_iterations < 1:
+            raise ConfigurationError("max_iterations must be at least 1.")
+        if tool_call_retries < 0:
+            raise ConfigurationError("tool_call_retries must not be negative.")
+        if max_parallel < 1:
+            raise ConfigurationError("max_parallel must be at least 1.")
+        self.model = model
+        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        if len(self.tools) and not model.supports_tools:
+            raise ConfigurationError(
+                f"The model {model.model_name!r} cannot call tools, but "
+                f"{len(self.tools)} tool(s) are bound.",
+                hint="Use a tool-capable model, or drop the tools.",
+            )
+        self.system_prompt = system_prompt
+        self.name = name
+        self.max_iterations = max_iterations
+        self.tool_call_retries = tool_call_retries
+        self.parallel_tools = parallel_tools
+        self.max_parallel = max_parallel
+        self.require_approval = require_approval
+        self.checkpointer: Checkpointer = checkpointer or MemoryCheckpointer()
+        self.limits = limits or UsageLimits()
+        self.output = output
+        self.memory: Memory = memory or BufferMemory()
+        self.delegation = delegation or Delegation()
+        self.guardrail = guardrail
+        self.tracer: Tracer = tracer or NullTracer()
+        self.specialists = {tool.name: tool for tool in specialists}
+        for specialist in specialists:
+            self.tools.add(specialist)
+        if specialists:
+            system_prompt = "\n\n".join(p for p in (system_prompt, roster(specialists)) if p)
+        self._loop = AgentLoop(
+            model=model,
+            runner=ToolRunner(
+                self.tools,
+                agent_name=name,
+                parallel=parallel_tools,
+                max_parallel=max_parallel,
+                require_approval=require_approval,
+                max_fan_out=self.delegation.max_fan_out,
+                tracer=self.tracer,
+            ),
+            system_prompt=system_prompt,
+            tool_call_retries=tool_call_retries,
+            output=output,
+            memory=self.memory,
+            guardrail=guardrail,
+            tracer=self.tracer,
+        )
+        self._sync = LoopThread(f"tidemill-{name}")
+
+    # -- running ---------------------------------------------------------------
+
+    async def arun(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Run the agent until it answers.
+
+        Args:
+            prompt: A user's text, a message, or a transcript to start from.
+            thread_id: The conversation to continue; a new one when omitted.
+                A thread keeps its history across runs.
+            max_iterations: This run's budget, instead of the agent's.
+            limits: This run's usage limits, instead of the agent's.
+            **settings: Model settings for this run (`temperature`, ...).
+
+        Returns:
+            The answer, the transcript, this run's steps and usage.
+
+        Raises:
+            AgentInterrupt: A tool call needs approval; continue with `aresume`.
+            MaxIterationsExceeded: The budget ran out; carries the partial run.
+            ToolRetriesExceeded: The model kept making failing tool calls.
+            ApprovalError: The thread is paused for approval.
+            ThreadBusy: The thread has an unfinished run, or another process
+                wrote to it meanwhile.
+        """
+        writer = await self._begin(prompt, thread_id)
+        return await self._complete(writer, self._bounds(max_iterations, limits), settings)
+
+    def run(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Blocking `arun`."""
+        return self._sync.run(
+            self.arun(
+                prompt,
+                thread_id=thread_id,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
+        )
+
+    async def astream(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AsyncIterator[StreamEvent]:
+        """Run the agent, yielding what happens as it happens.
+
+        Yields text and reasoning deltas as the model writes, `ResponseDone`
+        after each model call, `ToolCallStart`/`ToolCallEnd` around each tool
+        call, then `RunDone` with the response; or `ApprovalRequired` when the
+        run pauses, after which the stream ends. A streamed run journals
+        exactly what `arun` journals.
+
+        Raises:
+            MaxIterationsExceeded: As in `arun`.
+            ToolRetriesExceeded: As in `arun`.
+        """
+        bounds = self._bounds(max_iterations, limits)
+        writer = await self._begin(prompt, thread_id)
+        try:
+            async for event in self._loop.drive(writer, bounds, settings, streaming=True):
+                yield event
+        except (
+            LimitExceeded,
+            ToolRetriesExceeded,
+            OutputValidationError,
+            GuardrailViolation,
+        ) as stop:
+            yield RunStopped(
+                error=type(stop).__name__,
+                message=stop.message,
+                limit=stop.limit if isinstance(stop, LimitExceeded) else None,
+                response=stop.response or self._loop.response(writer),
+            )
+            raise
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> Iterator[StreamEvent]:
+        """Blocking `astream`."""
+        return self._sync.iterate(
+            self.astream(
+                prompt,
+                thread_id=thread_id,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
+        )
+
+    async def astream_text(
+        self, prompt: Prompt, *, thread_id: str | None = None, **settings: Unpack[ModelSettings]
+    ) -> AsyncIterator[str]:
+        """Yield only the assistant's text, as it is written."""
+        async for event in self.astream(prompt, thread_id=thread_id, **settings):
+            if isinstance(event, TextDelta):
+                yield event.delta
+
+    # -- approvals and recovery --------------------------------------------------
+
+    async def aresume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        approved: bool | None = None,
+        feedback: str = "",
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        retry_in_flight: bool = False,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Continue a paused or interrupted run.
+
+        For a run paused for approval, give a decision per pending call,
+        keyed by call id: `Decision.approve()`, `Decision.approve(arguments=...)`
+        or `Decision.reject(feedback)`. Decisions may cover only some of the
+        calls; the run then pauses again for the rest. `approved=True` (with
+        optional `edited_arguments` by call id) or `approved=False` (with
+        `feedback`) decides every pending call at once.
+
+        A run whose process died (its journal ends mid-run) is continued
+        with no decisions: model turns already answered are not asked again
+        and tool calls already finished are not run again. A call that was
+        started but has no result may still be running in another process,
+        so resuming stops with `ThreadBusy` unless `retry_in_flight=True`
+        says it is not; it then runs again, with the same
+        `ToolContext.idempotency_key` and a higher `attempt`.
+
+        Returns:
+            The completed run, its steps across the pause included.
+
+        Raises:
+            ApprovalError: The decisions do not fit the thread; nothing is stored.
+            ThreadBusy: Another process resumed the thread first, or a call
+                is in flight and `retry_in_flight` is False.
+            AgentInterrupt: Calls still wait for a decision.
+
+        Example:
+            >>> from tidemill import agent, tool, AgentInterrupt, ToolCall
+            >>> @tool(requires_approval=True)
+            ... def deploy(env: str) -> str:
+            ...     '''Deploy to an environment.'''
+            ...     return f"deployed to {env}"
+            >>> bot = (agent()
+            ...        .llm("fake", responses=["", "Deployed."],
+            ...             tool_calls=[[ToolCall(name="deploy", arguments={"env": "prod"})], []])
+            ...        .tool(deploy).checkpoint())
+            >>> try:
+            ...     bot.run("Deploy to prod", thread_id="t1")
+            ... except AgentInterrupt as pause:
+            ...     resumed = bot.resume("t1", approved=True)
+            >>> resumed.output
+            'Deployed.'
+        """
+        if decisions is not None and approved is not None:
+            raise ApprovalError(
+                "Pass decisions= or approved=, not both.",
+                hint="decisions= decides calls one by one; approved= decides them all.",
+            )
+        writer = await self._decide(
+            thread_id, decisions, approved, feedback=feedback, edited_arguments=edited_arguments
+        )
+        state = writer.state
+        if decisions is not None or approved is not None:
+            in_flight = [state.open_calls[c] for c in state.attempts if c in state.open_calls]
+            if in_flight and not retry_in_flight:
+                raise ThreadBusy(
+                    "The decisions were recorded; "
+                    + ", ".join(f"{c.name} ({c.id})" for c in in_flight)
+                    + " is still running in another process, which will carry the run on.",
+                    hint="Wait for that process; if it died, resume(thread_id, "
+                    "retry_in_flight=True) runs the unfinished call again.",
+                    context={"thread_id": thread_id, "calls": [c.id for c in in_flight]},
+                )
+        elif state.status == "paused":
+            raise ApprovalError(
+                f"Thread {thread_id!r} is waiting for decisions on "
+                + ", ".join(f"{c.name} ({cid})" for cid, c in state.pending.items())
+                + ".",
+                hint="Pass decisions={call_id: Decision.approve()} or approved=True.",
+                context={"pending": list(state.pending)},
+            )
+        elif state.status != "running":
+            raise ApprovalError(
+                f"Thread {thread_id!r} has nothing to resume (it is {state.status}).",
+                hint="Start a new run on it with run(prompt, thread_id=...).",
+                context={"status": state.status},
+            )
+        writer.retry_in_flight = retry_in_flight
+        return await self._complete(writer, self._bounds(max_iterations, limits), settings)
+
+    async def _decide(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None,
+        approved: bool | None,
+        *,
+        feedback: str,
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None,
+    ) -> ThreadWriter:
+        """Load the thread and record the decisions, if any, re-reading after a lost race.
+
+        A retry re-checks the decisions against the new state, so a call that
+        someone else decided meanwhile is refused, never decided twice.
+        """
+        for attempt in range(_DECISION_ATTEMPTS):
+            writer = ThreadWriter(self.checkpointer, await load_state(self.checkpointer, thread_id))
+            if decisions is None and approved is None:
+                return writer
+            chosen = (
+                decisions_from_flags(
+                    writer.state,
+                    approved=approved,
+                    feedback=feedback,
+                    edited_arguments=edited_arguments,
+                )
+                if approved is not None
+                else decisions
+            )
+            assert chosen is not None
+            try:
+                await writer.append(*decision_events(writer.state, chosen, self.tools))
+            except ThreadBusy:
+                if attempt + 1 == _DECISION_ATTEMPTS:
+                    raise
+                continue
+            return writer
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def resume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        approved: bool | None = None,
+        feedback: str = "",
+        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
+        retry_in_flight: bool = False,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> AgentResponse:
+        """Blocking `aresume`."""
+        return self._sync.run(
+            self.aresume(
+                thread_id,
+                decisions,
+                approved=approved,
+                feedback=feedback,
+                edited_arguments=edited_arguments,
+                retry_in_flight=retry_in_flight,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
+        )
+
+    # -- specialists ------------------------------------------------------------
+
+    async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
+        """Run every specialist on the same task, concurrently; see `broadcast`.
+
+        Raises:
+            ConfigurationError: When the agent has no specialists.
+        """
+        return await broadcast(
+            self._workers(), task, max_concurrency=self.delegation.max_concurrency
+        )
+
+    def broadcast(self, task: str) -> dict[str, AgentResponse]:
+        """Blocking `abroadcast`."""
+        return self._sync.run(self.abroadcast(task))
+
+    async def apipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+        """Chain specialists in `order`, each working on the previous answer.
+
+        Raises:
+            ConfigurationError: When the agent has no specialists or `order`
+                names an unknown one.
+        """
+        return await pipeline(self._workers(), task, order)
+
+    def pipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+        """Blocking `apipeline`."""
+        return self._sync.run(self.apipeline(task, order))
+
+    def _workers(self) -> dict[str, Worker]:
+        if not self.specialists:
+            raise ConfigurationError(
+                "This agent has no specialists.",
+                hint="Add them with .agent('name', worker, 'what it is good at').",
+            )
+        return {name: tool.worker for name, tool in self.specialists.items()}
+
+    # -- inspection --------------------------------------------------------------
+
+    async def astate(self, thread_id: str) -> ThreadState | None:
+        """Return the thread's state, folded from its journal, or None if it has none."""
+        state = await load_state(self.checkpointer, thread_id)
+        return state if state.seq else None
+
+    def state(self, thread_id: str) -> ThreadState | None:
+        """Blocking `astate`."""
+        return self._sync.run(self.astate(thread_id))
+
+    async def apending_approvals(self, thread_id: str) -> list[ToolCall]:
+        """Return the calls waiting for a decision on the thread, or `[]`."""
+        state = await load_state(self.checkpointer, thread_id)
+        return list(state.pending.values())
+
+    def pending_approvals(self, thread_id: str) -> list[ToolCall]:
+        """Blocking `apending_approvals`."""
+        return self._sync.run(self.apending_approvals(thread_id))
+
+    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
+        """Return the thread's journal, oldest first; the last `limit` records if given.
+
+        This is the audit trail: every model turn, tool call, approval
+        request and decision, with when it was written.
+        """
+        records = await self.checkpointer.read(thread_id)
+        return records[-limit:] if limit else records
+
+    def history(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
+        """Blocking `ahistory`."""
+        return self._sync.run(self.ahistory(thread_id, limit))
+
+    def describe(self) -> dict[str, JsonValue]:
+        """Return a JSON-safe description of the agent's configuration."""
+        return {
+            "name": self.name,
+            "model": self.model.describe(),
+            "tools": list(self.tools.describe()),
+            "system_prompt": self.system_prompt,
+            "max_iterations": self.max_iterations,
+            "tool_call_retries": self.tool_call_retries,
+            "parallel_tools": self.parallel_tools,
+            "require_approval": self.require_approval,
+            "checkpointer": type(self.checkpointer).__name__,
+            "limits": self.limits.describe(),
+            "memory": self.memory.describe(),
+            "specialists": list[JsonValue](sorted(self.specialists)),
+            "delegation": self.delegation.describe() if self.specialists else None,
+            "guardrail": self.guardrail.describe() if self.guardrail else None,
+            "tracer": self.tracer.describe(),
+            "output_schema": self.output.schema if self.output else None,
+        }
+
+    def close(self) -> None:
+        """Stop the thread behind the blocking methods.
+
+        The model and checkpointer were passed in, so they stay open: close
+        them where they were made (`AgentBuilder.close` closes the ones it made).
+        """
+        self._sync.close()
+
+    # -- the loop ----------------------------------------------------------------
+
+    async def _begin(self, prompt: Prompt, thread_id: str | None) -> ThreadWriter:
+        messages = _messages(prompt)
+        if self.guardrail is not None:
+            # Checked before anything is journaled: a blocked input stores nothing.
+            checked = self.guardrail.check_input(messages)
+            checked.raise_if_blocked()
+            messages = tuple(checked.messages or messages)
+        if thread_id is None:
+            state = ThreadState("thread_" + secrets.token_hex(12))
+        else:
+            state = await load_state(self.checkpointer, thread_id)
+        if state.status == "paused":
+            raise ApprovalError(
+                f"Thread {state.thread_id!r} is waiting for approval.",
+                hint="Decide the pending calls with resume() before starting a new run.",
+                context={"pending": list(state.pending)},
+            )
+        if state.status == "running":
+            raise ThreadBusy(
+                f"Thread {state.thread_id!r} has an unfinished run.",
+                hint="Continue it with resume(thread_id), or use another thread.",
+            )
+        writer = ThreadWriter(self.checkpointer, state)
+        run_id = "run_" + secrets.token_hex(8)
+        await writer.append(UserInput(messages=messages, run_id=run_id))
+        await self._loop.remember(writer)
+        return writer
+
+    async def _complete(
+        self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings
+    ) -> AgentResponse:
+        async with aclosing(self._loop.drive(writer, bounds, settings, streaming=False)) as events:
+            async for event in events:
+                if event.type == "done":
+                    return event.response
+                if event.type == "approval_required":
+                    raise AgentInterrupt(
+                        thread_id=writer.thread_id,
+                        pending=event.calls,
+                        response=self._loop.response(writer),
+                    )
+        raise AssertionError("the loop ended without an outcome")  # pragma: no cover
+
+    def _bounds(self, max_iterations: int | None, limits: UsageLimits | None) -> RunBounds:
+        if max_iterations is not None and max_iterations < 1:
+            raise ConfigurationError("max_iterations must be at least 1.")
+        return RunBounds(max_iterations or self.max_iterations, limits or self.limits)
+
+
+def _messages(prompt: Prompt) -> tuple[Message, ...]:
+    if isinstance(prompt, str):
+        return (Message.user(prompt),)
+    if isinstance(prompt, Message):
+        return (prompt,)
+    items = list(prompt) if isinstance(prompt, Sequence) else []
+    messages = tuple(m for m in items if isinstance(m, Message))
+    if not messages or len(messages) != len(items):
+        raise ConfigurationError(
+            "A prompt is a string, a Message, or a non-empty sequence of Messages.",
+            context={"type": type(prompt).__name__},
+        )
+    return messages

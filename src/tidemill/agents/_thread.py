@@ -1,0 +1,91 @@
+"""`ThreadWriter`: one process's handle on a thread, appending and folding as it goes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tidemill.agents.checkpoint import Checkpointer
+from tidemill.agents.journal import JournalEvent, ThreadState
+from tidemill.agents.tracing import Span
+from tidemill.errors import JournalConflict, ThreadBusy
+
+__all__ = ["ThreadWriter", "load_state"]
+
+# Only the effects of calls already admitted move past others' decisions; a
+# decision itself must be checked again against the new state by its caller.
+_REBASABLE = frozenset({"tool_started", "tool_finished"})
+
+
+async def load_state(checkpointer: Checkpointer, thread_id: str) -> ThreadState:
+    """Rebuild a thread's state from its journal."""
+    state = ThreadState(thread_id)
+    for record in await checkpointer.read(thread_id):
+        state.apply(record.seq, record.event)
+    return state
+
+
+class ThreadWriter:
+    """Appends events to one thread and applies each to the state it holds.
+
+    Every append names the last seq this writer saw; if another process
+    appended in between, the append fails and the run stops with `ThreadBusy`
+    before it causes any effect.
+    """
+
+    def __init__(self, checkpointer: Checkpointer, state: ThreadState) -> None:
+        self.checkpointer = checkpointer
+        self.state = state
+        self.started = time.perf_counter()
+        self.validated: dict[str, dict[str, object]] = {}
+        """Validated arguments by call id, so a call is not validated twice."""
+        self.span: Span | None = None
+        """The run's trace span, the parent of its model and tool spans."""
+        self.retry_in_flight = False
+        """Whether calls started by an earlier, dead process may run again."""
+        self._lock = asyncio.Lock()
+
+    @property
+    def thread_id(self) -> str:
+        """The thread this writer appends to."""
+        return self.state.thread_id
+
+    async def append(self, *events: JournalEvent) -> None:
+        """Append `events` in one write, then fold them into `state`.
+
+        When a tool's start or result loses a race only to approval decisions
+        (a person deciding other pending calls while this process runs some),
+        those are folded in and the append is retried after them: a finished
+        call's result is never dropped because somebody decided another call.
+
+        Raises:
+            ThreadBusy: When another writer did anything else to the thread.
+        """
+        async with self._lock:
+            while True:
+                after = self.state.seq
+                try:
+                    await self.checkpointer.append(self.thread_id, events, after=after)
+                    break
+                except JournalConflict as exc:
+                    newer = await self.checkpointer.read(self.thread_id, after=after)
+                    if (
+                        not newer
+                        or any(e.kind not in _REBASABLE for e in events)
+                        or any(r.event.kind != "approval_decided" for r in newer)
+                    ):
+                        raise ThreadBusy(
+                            f"Thread {self.thread_id!r} was changed by another process "
+                            "while this one was working on it.",
+                            hint="Another resume or run owns it now; "
+                            "read its state() to see where it is.",
+                            context={"thread_id": self.thread_id, "seq": after},
+                        ) from exc
+                    for record in newer:
+                        self.state.apply(record.seq, record.event)
+            for offset, event in enumerate(events, start=after + 1):
+                self.state.apply(offset, event)
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since this writer was created."""
+        return (time.perf_counter() - self.started) * 1000

@@ -1,0 +1,85 @@
+"""`MemoryCheckpointer`: journals in a dict, for tests and single processes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from tidemill.agents.checkpoint._base import decode_event, encode_event
+from tidemill.agents.journal import JournalEvent, JournalRecord
+from tidemill.errors import JournalConflict
+
+__all__ = ["MemoryCheckpointer"]
+
+
+class MemoryCheckpointer:
+    """Keeps journals in memory: fast, dependency-free, gone when the process ends.
+
+    The default when an agent has no checkpointer, so approval pauses work
+    out of the box within one process. Safe to share between threads.
+    Events are kept as JSON, as the durable backends keep them: what works
+    here works there, and a long-lived process holds bytes, not object graphs
+    the garbage collector has to walk.
+
+    Example:
+        >>> import asyncio
+        >>> from tidemill.agents.journal import RunFinished
+        >>> saver = MemoryCheckpointer()
+        >>> asyncio.run(saver.append("t", [RunFinished(output="hi")], after=0))
+        1
+        >>> [r.event.kind for r in asyncio.run(saver.read("t"))]
+        ['finished']
+    """
+
+    def __init__(self) -> None:
+        self._journals: dict[str, list[tuple[bytes, datetime]]] = {}
+        self._lock = threading.Lock()
+
+    async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
+        """Append `events` after entry `after`; see `Checkpointer.append`."""
+        if not events:
+            return after
+        now = datetime.now(UTC)
+        rows = [(encode_event(event), now) for event in events]
+        with self._lock:
+            journal = self._journals.get(thread_id)
+            if journal is None:
+                if after != 0:
+                    raise JournalConflict(thread_id, after)
+                journal = self._journals[thread_id] = []
+            elif len(journal) != after:
+                raise JournalConflict(thread_id, after)
+            journal.extend(rows)
+            return len(journal)
+
+    async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
+        """Return the records after `after`, in order."""
+        with self._lock:
+            rows = self._journals.get(thread_id, [])[after:]
+        return [
+            JournalRecord(seq, decode_event(payload, thread_id=thread_id, seq=seq), created)
+            for seq, (payload, created) in enumerate(rows, start=after + 1)
+        ]
+
+    async def threads(self) -> list[str]:
+        """Return the known thread ids, sorted."""
+        with self._lock:
+            return sorted(self._journals)
+
+    async def delete(self, thread_id: str) -> bool:
+        """Drop a thread's journal."""
+        with self._lock:
+            return self._journals.pop(thread_id, None) is not None
+
+    async def prune(self, *, older_than: timedelta) -> int:
+        """Drop threads whose newest record is older than `older_than`."""
+        limit = datetime.now(UTC) - older_than
+        with self._lock:
+            old = [t for t, j in self._journals.items() if j and j[-1][1] < limit]
+            for thread_id in old:
+                del self._journals[thread_id]
+            return len(old)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
