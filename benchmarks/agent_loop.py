@@ -51,6 +51,7 @@ from typing import Any, Protocol
 
 import tidemill
 from tidemill import Message, ToolCall, agent, tool
+from tidemill.agents.tracing import MemoryTracer
 from tidemill.llm import ModelRequest
 
 POSTGRES_ENV = "TIDEMILL_BENCH_POSTGRES_URL"
@@ -139,9 +140,22 @@ def tidemill_handler(n: int) -> Callable[[ModelRequest], Message]:
 
 
 class TidemillBench:
-    def __init__(self, n: int, checkpoint: tuple[Any, ...] | None, config: dict[str, Any]):
+    def __init__(
+        self,
+        n: int,
+        checkpoint: tuple[Any, ...] | None,
+        config: dict[str, Any],
+        *,
+        features: bool = False,
+    ):
         self.n = n
         self.builder = agent().tool(echo).max_iterations(n + 1)
+        self.tracer: MemoryTracer | None = None
+        if features:
+            # The second table: a window memory, the rule guardrail and a tracer, all on.
+            self.tracer = MemoryTracer()
+            self.builder.memory("window", size=40).guardrails(on_violation="redact")
+            self.builder.observe(self.tracer)
         try:
             # Not recording requests: the scripted model would keep every transcript.
             self.builder.llm("fake", handler=tidemill_handler(n), record=False)
@@ -169,6 +183,9 @@ class TidemillBench:
         # the scripted model recorded).
         await self.runtime.checkpointer.delete(result.thread_id)
         self.runtime.model.requests.clear()  # type: ignore[attr-defined]
+        if self.tracer is not None:
+            expect(len(self.tracer.spans) == 2 * self.n + 2, "a run left the wrong spans")
+            self.tracer.spans.clear()
 
     async def aclose(self) -> None:
         await self.builder.aclose()
@@ -196,6 +213,26 @@ async def tidemill_sqlite() -> AsyncIterator[Factory]:
 
         async def make(n: int) -> Bench:
             return TidemillBench(n, ("sqlite",), {"path": Path(folder) / "journal.db"})
+
+        yield make
+
+
+@asynccontextmanager
+async def tidemill_memory_features() -> AsyncIterator[Factory]:
+    async def make(n: int) -> Bench:
+        return TidemillBench(n, ("memory",), {}, features=True)
+
+    yield make
+
+
+@asynccontextmanager
+async def tidemill_sqlite_features() -> AsyncIterator[Factory]:
+    with tempfile.TemporaryDirectory(prefix="tidemill-bench-") as folder:
+
+        async def make(n: int) -> Bench:
+            return TidemillBench(
+                n, ("sqlite",), {"path": Path(folder) / "journal.db"}, features=True
+            )
 
         yield make
 
@@ -460,6 +497,8 @@ class Row:
     """The Tidemill target this row is held to: memory, sqlite or postgres."""
     slow: bool = False
     """A slow peer: fewer samples in a cell that would take too long."""
+    features: bool = False
+    """A row of the second table: memory, guardrails and tracing enabled."""
 
 
 ROWS = (
@@ -471,6 +510,8 @@ ROWS = (
     Row("LangGraph, AsyncSqliteSaver", langgraph_sqlite(None), slow=True),
     Row("LangGraph, AsyncSqliteSaver, durability=sync", langgraph_sqlite("sync"), slow=True),
     Row("PydanticAI, FunctionModel", pydantic_ai, slow=True),
+    Row("Tidemill, memory + features", tidemill_memory_features, target="memory", features=True),
+    Row("Tidemill, SQLite + features", tidemill_sqlite_features, target="sqlite", features=True),
 )
 
 # Which Tidemill row each peer is compared with.
@@ -721,6 +762,32 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) 
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
 
 
+def _results_table(
+    results: Sequence[Result], headers: Sequence[str], verdict: dict[str, bool]
+) -> str:
+    rows = []
+    for res in results:
+        if res.skipped:
+            rows.append([res.row.label, *("-" for _ in SIZES), "-", "-", "-", "skipped"])
+            continue
+        growth = res.growth
+        target = ""
+        if res.row.target:
+            mark = "PASS" if verdict.get(res.row.label) else "FAIL"
+            target = f"{mark} <={TARGET_US[res.row.target]:g}us <={TARGET_GROWTH:g}x"
+        rows.append(
+            [
+                res.row.label,
+                *(fmt_us(res.us.get(n)) for n in SIZES),
+                f"{growth:.2f}x" if growth is not None else "-",
+                f"{max(res.spread.values()):.0%}",
+                "/".join(str(res.runs[n]) for n in SIZES),
+                target,
+            ]
+        )
+    return table(headers, rows)
+
+
 def report(
     results: Sequence[Result],
     plan: Plan,
@@ -758,30 +825,18 @@ def report(
         "samples",
         "target",
     ]
-    rows = []
-    for res in results:
-        if res.skipped:
-            rows.append([res.row.label, *("-" for _ in SIZES), "-", "-", "-", "skipped"])
-            continue
-        growth = res.growth
-        target = ""
-        if res.row.target:
-            mark = "PASS" if verdict.get(res.row.label) else "FAIL"
-            target = f"{mark} <={TARGET_US[res.row.target]:g}us <={TARGET_GROWTH:g}x"
-        rows.append(
-            [
-                res.row.label,
-                *(fmt_us(res.us.get(n)) for n in SIZES),
-                f"{growth:.2f}x" if growth is not None else "-",
-                f"{max(res.spread.values()):.0%}",
-                "/".join(str(res.runs[n]) for n in SIZES),
-                target,
-            ]
-        )
-    p(table(headers, rows) + "\n")
+    plain = [r for r in results if not r.row.features]
+    featured = [r for r in results if r.row.features]
+    p(_results_table(plain, headers, verdict) + "\n")
     for res in results:
         if res.skipped:
             p(f"  skipped {res.row.label}: {res.skipped}\n")
+    if featured:
+        p(
+            "\nWith features on: window memory (40 messages), the rule guardrail (redact)"
+            " and a memory tracer\n"
+        )
+        p(_results_table(featured, headers, verdict) + "\n")
 
     p("\n")
     ratio_rows = []

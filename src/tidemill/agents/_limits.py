@@ -49,6 +49,15 @@ class UsageLimits:
                     hint="Leave a limit out (None) to have none.",
                 )
 
+    @property
+    def tokens(self) -> bool:
+        """Whether any token limit is set (checking one needs the run's usage)."""
+        return (
+            self.input_tokens is not None
+            or self.output_tokens is not None
+            or self.total_tokens is not None
+        )
+
     def before_request(self, used: Usage) -> tuple[LimitName, int] | None:
         """The limit one more model call would cross, if any."""
         if self.requests is not None and used.requests + 1 > self.requests:

@@ -78,10 +78,13 @@ class AgentLoop:
     guardrail: Guardrail | None = None
     tracer: Tracer = field(default_factory=NullTracer)
     _system: str = field(init=False, repr=False)
+    _system_message: tuple[Message, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         parts = [p for p in (self.system_prompt, self.output and self.output.instructions) if p]
         object.__setattr__(self, "_system", "\n\n".join(parts))
+        message = (Message.system(self._system),) if self._system else ()
+        object.__setattr__(self, "_system_message", message)
 
     async def remember(self, writer: ThreadWriter) -> None:
         """At the start of a run, let the memory condense older turns, journaling the result."""
@@ -92,8 +95,10 @@ class AgentLoop:
     def _context(self, writer: ThreadWriter) -> tuple[Message, ...]:
         """The system prompt and the part of the thread the memory chooses."""
         view = self.memory.view(writer.state)
-        system = "\n\n".join(p for p in (self._system, view.context) if p)
-        return (Message.system(system), *view.messages) if system else tuple(view.messages)
+        if view.context:
+            system = "\n\n".join(p for p in (self._system, view.context) if p)
+            return (Message.system(system), *view.messages)
+        return (*self._system_message, *view.messages)
 
     def response(self, writer: ThreadWriter) -> AgentResponse:
         """The run so far, its output turned back into the output type when it has one."""
@@ -177,7 +182,7 @@ class AgentLoop:
 
             turn = ModelTurn(response=response)
             calls = response.message.tool_calls
-            crossed = limits.after_response(state.usage + response.usage)
+            crossed = limits.after_response(state.usage + response.usage) if limits.tokens else None
             if crossed is not None:
                 await self._stop(writer, crossed, turn, calls)
             if not calls:
@@ -241,7 +246,8 @@ class AgentLoop:
                 )
             )
             raise MaxIterationsExceeded(budget, response=self.response(writer))
-        crossed = bounds.limits.before_request(state.usage)
+        limits = bounds.limits
+        crossed = limits.before_request(state.usage) if limits.requests is not None else None
         if crossed is not None:
             await self._stop(writer, crossed)
 

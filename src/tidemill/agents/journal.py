@@ -187,6 +187,40 @@ ThreadStatus = Literal["new", "running", "paused", "finished", "failed"]
 _REJECTED = "The user rejected this call."
 
 
+class _Tally:
+    """A run's usage, summed as events arrive: O(1) per event, read as a `Usage`."""
+
+    __slots__ = ("cost", "counts")
+
+    def __init__(self) -> None:
+        self.counts = [0, 0, 0, 0, 0, 0, 0]
+        self.cost = 0.0
+
+    def add(self, usage: Usage) -> None:
+        counts = self.counts
+        counts[0] += usage.requests
+        counts[1] += usage.input_tokens
+        counts[2] += usage.output_tokens
+        counts[3] += usage.cache_read_tokens
+        counts[4] += usage.cache_write_tokens
+        counts[5] += usage.reasoning_tokens
+        counts[6] += usage.unpriced_requests
+        self.cost += usage.cost_usd
+
+    def usage(self) -> Usage:
+        requests, inputs, outputs, cache_read, cache_write, reasoning, unpriced = self.counts
+        return Usage(
+            requests=requests,
+            input_tokens=inputs,
+            output_tokens=outputs,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            reasoning_tokens=reasoning,
+            cost_usd=self.cost,
+            unpriced_requests=unpriced,
+        )
+
+
 @dataclass
 class ThreadState:
     """A thread, as the fold of its journal.
@@ -210,14 +244,15 @@ class ThreadState:
     """The current or last run's steps."""
     run_start: int = 0
     """Index in `messages` where the current run's input begins."""
+    last_user: int = 0
+    """Index in `messages` of the latest user message (a prompt or feedback)."""
     iterations: int = 0
     """Model turns in the current run, corrections included."""
     tool_calls: int = 0
     """Tool calls started in the current run (a re-run after a crash not counted again)."""
     output_retries: int = 0
     """Final answers of the current run rejected by the output schema."""
-    tool_usage: list[Usage] = field(default_factory=list)
-    """What the current run's tools reported spending (delegated agents)."""
+    _spent: _Tally = field(default_factory=lambda: _Tally(), repr=False)
     corrections: int = 0
     """Turns of the current run with a failed tool call, plus parse corrections."""
     open_calls: dict[str, ToolCall] = field(default_factory=dict)
@@ -246,7 +281,7 @@ class ThreadState:
         if event.kind == "tool_finished":
             self._result(event.result, failed=event.result.is_error)
             if event.usage is not None:
-                self.tool_usage.append(event.usage)
+                self._spent.add(event.usage)
         elif event.kind == "model_response":
             self._model_turn(event.response)
         elif event.kind == "tool_started":
@@ -259,11 +294,13 @@ class ThreadState:
             self.iterations += 1
             self.corrections += 1
             self.last_error = event.error
+            self.last_user = len(self.messages)
             self.messages.append(Message.user(event.feedback))
             self.steps.append(AgentStep(index=len(self.steps), note=f"[recovered] {event.error}"))
         elif event.kind == "output_rejected":
             self.output_retries += 1
             self.last_error = "; ".join(event.errors)
+            self.last_user = len(self.messages)
             self.messages.append(Message.user(event.feedback))
         elif event.kind == "memory_summarized":
             self.summary, self.summary_upto = event.summary, event.upto
@@ -274,6 +311,7 @@ class ThreadState:
                     usage=event.usage,
                 )
             )
+            self._spent.add(event.usage)
         elif event.kind == "approval_requested":
             self.status = "paused"
             for call in event.calls:
@@ -290,7 +328,7 @@ class ThreadState:
     @property
     def usage(self) -> Usage:
         """The current or last run's usage, across resumes, what its tools spent included."""
-        return Usage.total([*(step.usage for step in self.steps), *self.tool_usage])
+        return self._spent.usage()
 
     def response(self, *, latency_ms: float = 0.0) -> AgentResponse:
         """The current or last run, as an `AgentResponse`."""
@@ -309,7 +347,9 @@ class ThreadState:
         self.status, self.run_id = "running", event.run_id
         self.run_start = len(self.messages)
         self.messages.extend(event.messages)
-        self.steps, self.tool_usage = [], []
+        users = [i for i, m in enumerate(event.messages) if m.role == "user"]
+        self.last_user = self.run_start + users[-1] if users else self.run_start
+        self.steps, self._spent = [], _Tally()
         self.iterations = self.corrections = self.tool_calls = self.output_retries = 0
         self.output = self.error = self.last_error = None
         self._step_of.clear()
@@ -326,6 +366,7 @@ class ThreadState:
         )
         self.steps.append(step)
         self.messages.append(message)
+        self._spent.add(response.usage)
         self.iterations += 1
         self.open_calls = {call.id: call for call in message.tool_calls}
         self.pending, self.approved, self.attempts = {}, {}, {}

@@ -69,10 +69,13 @@ class WindowMemory(_NoCompaction):
             raise ConfigurationError(f"A memory window holds at least 1 message, not {self.size}.")
 
     def view(self, state: ThreadState) -> MemoryView:
-        """The last `size` messages, widened back to the current run's prompt if needed."""
+        """The last `size` messages, widened back to the latest user message if needed."""
         messages = state.messages
-        start = start_of_turn(messages, len(messages) - self.size)
-        return MemoryView(messages[start:])
+        start = max(0, len(messages) - self.size)
+        if state.last_user < start:
+            # No user turn inside the window (a long tool loop): start at the latest one.
+            return MemoryView(messages[state.last_user :])
+        return MemoryView(messages[start_of_turn(messages, start) :])
 
     def describe(self) -> dict[str, JsonValue]:
         """Describe the memory."""
