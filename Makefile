@@ -38,6 +38,7 @@ $(BENCH)/.installed: benchmarks/requirements.txt pyproject.toml
 
 bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own environment
 	$(BENCH)/bin/python benchmarks/agent_loop.py
+	$(BENCH)/bin/python benchmarks/proxy.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .tidemill

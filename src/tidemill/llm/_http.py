@@ -17,6 +17,7 @@ client is kept per loop; close the model (`aclose`) before its loop ends, as
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.metadata
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ Sleep = Callable[[float], Awaitable[None]]
 """How the client waits between retries; tests pass a recorder instead of `asyncio.sleep`."""
 
 
+@functools.cache
 def _user_agent() -> str:
     try:
         version = importlib.metadata.version("tidemill")
@@ -183,8 +185,11 @@ class HttpClient:
                 yield opened.head
             while True:
                 try:
-                    async with asyncio.timeout_at(deadline):
+                    if deadline is None:  # no whole-call limit: skip a timer per chunk
                         chunk = await anext(opened.chunks, None)
+                    else:
+                        async with asyncio.timeout_at(deadline):
+                            chunk = await anext(opened.chunks, None)
                 except TimeoutError:
                     raise self._deadline_error(time_limit) from None
                 except httpx.TimeoutException as exc:

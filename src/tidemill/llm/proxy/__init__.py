@@ -1,0 +1,59 @@
+"""The OpenAI-compatible proxy: any Tidemill model behind OpenAI's Chat Completions API.
+
+Point any OpenAI client at it (`base_url="http://127.0.0.1:4000/v1"`) and
+name a model as a spec string (`anthropic:claude-sonnet-4-5`,
+`mistral:mistral-large-latest`) or an alias; the request is read into
+Tidemill's types, sent through the same adapters the agent runtime uses, and
+the answer written back in OpenAI's format, streamed or not. It needs the
+`proxy` extra (`pip install 'tidemill[proxy]'`); `tidemill proxy` serves it.
+
+Who owns what: `_request` and `_messages` read requests; `_response` and
+`_chunks` write answers (`_wire` holds their shapes); `_errors` maps every
+failure to an HTTP status and OpenAI's error body; `_router` turns model
+names into models; `_streaming` sends a stream with keep-alives; `_app`
+wires the routes.
+
+Example:
+    >>> from tidemill.llm import ScriptedModel
+    >>> app = create_app(ModelRouter(aliases={"echo": ScriptedModel(["Hi!"])}))
+    >>> type(app).__name__
+    'Starlette'
+"""
+
+try:
+    import starlette  # noqa: F401 - fail early, with the extra to install
+except ImportError as exc:  # pragma: no cover - exercised with the extra uninstalled
+    from tidemill.errors import MissingDependencyError
+
+    raise MissingDependencyError(
+        "starlette", extra="proxy", feature="The OpenAI-compatible proxy"
+    ) from exc
+
+from tidemill.llm.proxy._app import DEFAULT_KEEPALIVE, MAX_BODY_BYTES, create_app
+from tidemill.llm.proxy._chunks import DONE, ChunkEncoder, error_event
+from tidemill.llm.proxy._errors import InvalidRequest, ProxyError, UnknownModel, proxy_error
+from tidemill.llm.proxy._request import ChatCompletionRequest, parse_chat_request, parse_json
+from tidemill.llm.proxy._response import completion_body, usage_body
+from tidemill.llm.proxy._router import ModelRouter
+from tidemill.llm.proxy._streaming import KEEPALIVE, EventStreamResponse
+
+__all__ = [
+    "DEFAULT_KEEPALIVE",
+    "DONE",
+    "KEEPALIVE",
+    "MAX_BODY_BYTES",
+    "ChatCompletionRequest",
+    "ChunkEncoder",
+    "EventStreamResponse",
+    "InvalidRequest",
+    "ModelRouter",
+    "ProxyError",
+    "UnknownModel",
+    "completion_body",
+    "create_app",
+    "error_event",
+    "parse_chat_request",
+    "parse_json",
+    "proxy_error",
+    "usage_body",
+]

@@ -1,0 +1,267 @@
+"""The ASGI app: OpenAI's Chat Completions and Models endpoints over any Tidemill model.
+
+Routes: `POST /v1/chat/completions` (streamed or not) and `GET /v1/models`
+(plus `GET /v1/models/{id}`), also without the `/v1` prefix for clients
+configured with a bare base URL, and `GET /health`. Every error, including
+unknown paths and methods, is answered in OpenAI's error shape.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from tidemill.errors import ConfigurationError
+from tidemill.llm._json import dumps
+from tidemill.llm._spec import parse_model_spec
+from tidemill.llm.proxy._chunks import ChunkEncoder
+from tidemill.llm.proxy._errors import InvalidRequest, ProxyError, proxy_error
+from tidemill.llm.proxy._request import parse_chat_request, parse_json
+from tidemill.llm.proxy._response import completion_body, completion_id, now
+from tidemill.llm.proxy._router import ModelRouter
+from tidemill.llm.proxy._streaming import EventStreamResponse, error_response, log_failure
+from tidemill.llm.proxy._wire import ModelCard, ModelList
+
+__all__ = ["DEFAULT_KEEPALIVE", "MAX_BODY_BYTES", "create_app"]
+
+DEFAULT_KEEPALIVE = 15.0
+"""Seconds of upstream silence before a streamed answer gets a keep-alive comment."""
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest request body accepted (images travel inline as `data:` URLs)."""
+
+
+def create_app(
+    router: ModelRouter | None = None,
+    *,
+    keepalive: float = DEFAULT_KEEPALIVE,
+    api_key: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Starlette:
+    """Build the OpenAI-compatible proxy as an ASGI app.
+
+    Args:
+        router: Turns request `model` strings into models; by default any
+            spec string is served, with credentials from the environment.
+        keepalive: Seconds of upstream silence before a `: keep-alive` comment.
+        api_key: When set, clients must send it as `Authorization: Bearer <key>`.
+        max_body_bytes: The largest request body accepted.
+
+    Raises:
+        ConfigurationError: For a keep-alive interval that is not positive.
+
+    Example:
+        >>> from starlette.testclient import TestClient
+        >>> from tidemill.llm import ScriptedModel
+        >>> app = create_app(ModelRouter(aliases={"echo": ScriptedModel(["Hi!"])}))
+        >>> with TestClient(app) as client:
+        ...     answer = client.post("/v1/chat/completions", json={
+        ...         "model": "echo", "messages": [{"role": "user", "content": "Hello"}]})
+        >>> answer.status_code, answer.json()["choices"][0]["message"]["content"]
+        (200, 'Hi!')
+    """
+    if not keepalive > 0:
+        raise ConfigurationError(
+            f"The keep-alive interval must be positive, not {keepalive!r}.",
+            hint="Pass keepalive= in seconds, e.g. 15.",
+        )
+    router = router or ModelRouter()
+    chat = _ChatCompletions(router, keepalive=keepalive, api_key=api_key, limit=max_body_bytes)
+    models = _Models(router, api_key=api_key)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await router.aclose()
+
+    routes = []
+    for prefix in ("/v1", ""):
+        routes += [
+            Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
+            Route(f"{prefix}/models", models.list, methods=["GET"]),
+            Route(f"{prefix}/models/{{model_id:path}}", models.retrieve, methods=["GET"]),
+        ]
+    routes.append(Route("/health", _health, methods=["GET"]))
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+    )
+
+
+def _check_key(expected: str | None, authorization: str | None) -> None:
+    if expected is None:
+        return
+    scheme, _, given = (authorization or "").partition(" ")
+    # Compared as bytes: `compare_digest` refuses non-ASCII text, which a header may hold.
+    matches = hmac.compare_digest(given.strip().encode(), expected.encode())
+    if scheme.lower() != "bearer" or not matches:
+        raise ProxyError(
+            "Incorrect or missing API key for this proxy; send it as 'Authorization: Bearer "
+            "<key>'.",
+            status=401,
+            code="invalid_api_key",
+        )
+
+
+class _ChatCompletions:
+    """`POST /chat/completions`, as a plain ASGI app so a stream is sent as it arrives."""
+
+    def __init__(
+        self, router: ModelRouter, *, keepalive: float, api_key: str | None, limit: int
+    ) -> None:
+        self.router = router
+        self.keepalive = keepalive
+        self.api_key = api_key
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            _check_key(self.api_key, request.headers.get("authorization"))
+            parsed = parse_chat_request(parse_json(await self._body(request)))
+            model = self.router.resolve(parsed.model)
+        except Exception as exc:
+            await self._fail(send, exc)
+            return
+        response_id, created = completion_id(), now()
+        if parsed.stream:
+            encoder = ChunkEncoder(
+                model=parsed.model,
+                response_id=response_id,
+                created=created,
+                include_usage=parsed.include_usage,
+            )
+            stream = EventStreamResponse(
+                model.stream(parsed.request),
+                encoder,
+                keepalive=self.keepalive,
+                secrets=self.router.secrets(),
+            )
+            await stream(scope, receive, send)
+            return
+        try:
+            response = await model.request(parsed.request)
+            body = completion_body(
+                response, model=parsed.model, response_id=response_id, created=created
+            )
+        except Exception as exc:
+            await self._fail(send, exc)
+            return
+        await _send_json(send, dumps(body).encode("utf-8"))
+
+    async def _body(self, request: Request) -> bytes:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limit:
+            raise self._too_large()
+        parts: list[bytes] = []
+        size = 0
+        async for part in request.stream():
+            size += len(part)
+            if size > self.limit:
+                raise self._too_large()
+            parts.append(part)
+        return b"".join(parts)
+
+    def _too_large(self) -> ProxyError:
+        return ProxyError(
+            f"The request body is larger than {self.limit} bytes.",
+            status=413,
+            code="request_too_large",
+        )
+
+    async def _fail(self, send: Send, exc: Exception) -> None:
+        error = proxy_error(_as_request_error(exc))
+        log_failure(exc, error)
+        await error_response(send, error, self.router.secrets())
+
+
+def _as_request_error(exc: Exception) -> Exception:
+    """A model type refusing a parsed value is still the request's fault."""
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0] if exc.errors() else {"msg": str(exc)}
+        return InvalidRequest(f"Invalid request: {first['msg']}.")
+    return exc
+
+
+async def _send_json(send: Send, body: bytes, status: int = 200) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _Models:
+    """`GET /models` and `GET /models/{id}`."""
+
+    def __init__(self, router: ModelRouter, *, api_key: str | None) -> None:
+        self.router = router
+        self.api_key = api_key
+
+    async def list(self, request: Request) -> Response:
+        try:
+            _check_key(self.api_key, request.headers.get("authorization"))
+        except ProxyError as exc:
+            return _error_json(exc, self.router)
+        body: ModelList = {
+            "object": "list",
+            "data": [self._card(name) for name in self.router.listed()],
+        }
+        return JSONResponse(body)
+
+    async def retrieve(self, request: Request) -> Response:
+        model_id = str(request.path_params["model_id"])
+        try:
+            _check_key(self.api_key, request.headers.get("authorization"))
+            if model_id not in self.router.listed():
+                raise self.router.unknown(model_id, f"The model {model_id!r} is not listed.")
+        except ProxyError as exc:
+            return _error_json(exc, self.router)
+        return JSONResponse(self._card(model_id))
+
+    def _card(self, name: str) -> ModelCard:
+        target = self.router.aliases.get(name, name)
+        if isinstance(target, str):
+            try:
+                owner = parse_model_spec(target).provider
+            except ConfigurationError:
+                owner = "tidemill"
+        else:
+            owner = target.provider
+        return {"id": name, "object": "model", "created": 0, "owned_by": owner}
+
+
+def _error_json(error: ProxyError, router: ModelRouter | None = None) -> JSONResponse:
+    secrets = router.secrets() if router is not None else ()
+    return JSONResponse(error.body(secrets), status_code=error.status, headers=error.headers)
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"Unknown path {request.url.path!r}; this proxy serves /v1/chat/completions."
+        code: str | None = "unknown_url"
+    else:
+        message = f"{request.method} is not allowed on {request.url.path!r}."
+        code = "method_not_allowed" if exc.status_code == 405 else None
+    return _error_json(ProxyError(message, status=exc.status_code, code=code))
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    error = proxy_error(exc)
+    log_failure(exc, error)
+    return _error_json(error)

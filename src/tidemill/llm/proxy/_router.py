@@ -1,0 +1,191 @@
+"""`ModelRouter`: the `model` string of a request, turned into a `Model` once and reused.
+
+A name is looked up in the alias map first (an alias names a spec string or
+a ready `Model`), then read as a spec string (`anthropic:claude-sonnet-4-5`,
+`gpt-4o-mini`) by `resolve_model`. Models built here share one `httpx`
+client with a large connection pool, take their credentials from the
+environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...) or from
+per-provider options, and are closed by `aclose`; `Model` objects passed in
+stay the caller's. A name that cannot be served is an `UnknownModel` (404)
+with the closest names the proxy knows.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from tidemill.errors import ConfigurationError
+from tidemill.llm._adapter import HttpModel
+from tidemill.llm._http import DEFAULT_TIMEOUT
+from tidemill.llm._model import Model
+from tidemill.llm._retry import RetryPolicy
+from tidemill.llm._spec import parse_model_spec, resolve_model
+from tidemill.llm.proxy._errors import ProxyError, UnknownModel
+
+__all__ = ["ModelRouter"]
+
+_OFFLINE = frozenset({"fake", "scripted"})
+
+POOL_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
+"""Connections of the shared upstream client: a proxy holds one per open stream."""
+
+
+class ModelRouter:
+    """Turns the `model` of a request into a `Model`, built once and reused.
+
+    Args:
+        aliases: Names clients may use, each mapped to a spec string or a `Model`.
+        models: Names to list at `/v1/models` (aliases are listed too).
+        provider_options: Options for the models of each provider, passed to
+            `resolve_model` (e.g. `{"anthropic": {"base_url": ...}}`).
+        allow_unlisted: Serve any spec string, not only aliases and listed models.
+        retry: Upstream retries. None by default: the client's SDK retries
+            the proxy's 429 and 5xx answers itself, honouring `retry-after`.
+        http_client: The `httpx` client models use; by default one is made on
+            first use and closed by `aclose`.
+
+    Example:
+        >>> from tidemill.llm import ScriptedModel
+        >>> router = ModelRouter(aliases={"fast": "openai:gpt-4o-mini", "echo": ScriptedModel()})
+        >>> router.listed()
+        ['echo', 'fast']
+        >>> router.resolve("echo").provider
+        'scripted'
+        >>> router.resolve("fats")
+        Traceback (most recent call last):
+        ...
+        tidemill.llm.proxy._errors.UnknownModel: The model 'fats' ... Did you mean 'fast'?
+    """
+
+    def __init__(
+        self,
+        *,
+        aliases: Mapping[str, str | Model] | None = None,
+        models: Sequence[str] = (),
+        provider_options: Mapping[str, Mapping[str, Any]] | None = None,
+        allow_unlisted: bool = True,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.aliases: dict[str, str | Model] = dict(aliases or {})
+        self.models = list(models)
+        self.provider_options = {
+            name: dict(opts) for name, opts in (provider_options or {}).items()
+        }
+        self.allow_unlisted = allow_unlisted
+        self.retry = retry or RetryPolicy(max_retries=0)
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._built: dict[str, Model] = {}
+        self._secrets: tuple[str, ...] = ()
+
+    def listed(self) -> list[str]:
+        """The names shown at `/v1/models`: the listed models, then the aliases."""
+        names = list(dict.fromkeys(self.models))
+        names += sorted(name for name in self.aliases if name not in names)
+        return names
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every credential the built models hold, to scrub from what the proxy sends."""
+        return self._secrets
+
+    def resolve(self, name: str) -> Model:
+        """The model serving `name`, built on first use.
+
+        Raises:
+            UnknownModel: When `name` is no alias, listed model or spec string
+                the proxy can serve (with the closest names).
+            ProxyError: When the proxy lacks the credentials for the provider (401).
+        """
+        target = self.aliases.get(name, name)
+        if isinstance(target, Model):
+            return target
+        model = self._built.get(target)
+        if model is not None:
+            return model
+        if not self.allow_unlisted and name not in self.aliases and name not in self.models:
+            raise self.unknown(name, f"The model {name!r} is not served by this proxy.")
+        try:
+            spec = parse_model_spec(target)
+        except ConfigurationError as exc:
+            raise self.unknown(
+                name, f"The model {name!r} does not exist: {exc.message}", exc.hint
+            ) from None
+        if spec.provider in _OFFLINE:
+            raise self.unknown(name, f"The offline model {name!r} is served only through an alias.")
+        model = self._build(name, target, spec.provider)
+        self._built[target] = model
+        if isinstance(model, HttpModel):
+            self._secrets += model.credentials.secrets()
+        return model
+
+    async def aclose(self) -> None:
+        """Close the models built here and the shared client; passed-in models stay open."""
+        built, self._built = self._built, {}
+        for model in built.values():
+            await model.aclose()
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _build(self, name: str, target: str, provider: str) -> Model:
+        options: dict[str, Any] = {"retry": self.retry, **self.provider_options.get(provider, {})}
+        if "http_client" not in options:
+            options["http_client"] = self._http_client()
+        try:
+            return resolve_model(target, **options)
+        except ConfigurationError as exc:
+            raise self._refusal(name, provider, exc) from None
+
+    def _refusal(self, name: str, provider: str, exc: ConfigurationError) -> ProxyError:
+        """Whose problem a model that cannot be built is: the client's name, or the setup."""
+        if exc.message.startswith("No API key"):
+            env = exc.context.get("env")
+            where = f"set {env} where the proxy runs" if env else "configure its api_key"
+            return ProxyError(
+                f"The proxy has no API key for the {provider!r} provider: "
+                f"its operator must {where}.",
+                status=401,
+                type="authentication_error",
+                code="missing_upstream_api_key",
+            )
+        if "cannot be called" in exc.message or "no model" in exc.message:
+            return self.unknown(
+                name, f"The model {name!r} cannot be served: {exc.message}", exc.hint
+            )
+        return ProxyError(
+            f"The proxy is misconfigured for the {provider!r} provider: {exc}",
+            status=500,
+            type="api_error",
+            code="proxy_misconfigured",
+        )
+
+    def _http_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=POOL_LIMITS)
+        return self._client
+
+    def unknown(self, name: str, message: str, hint: str | None = None) -> UnknownModel:
+        """The error for a name the proxy cannot serve, with the closest names it knows."""
+        known = self.listed()
+        # Listed specs count by their bare model id too: "gpt4o-mini" is close to "gpt-4o-mini".
+        candidates = {**{n: n for n in known}, **{_bare(n): n for n in known}}
+        close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
+        suggestions = list(dict.fromkeys(candidates[c] for c in close))
+        if suggestions:
+            message += f" Did you mean {' or '.join(repr(s) for s in suggestions)}?"
+        elif hint:
+            message += f" {hint}"
+        elif known:
+            message += f" Available: {', '.join(known[:10])}."
+        else:
+            message += " Name it as 'provider:model', e.g. 'openai:gpt-4o-mini'."
+        return UnknownModel(message)
+
+
+def _bare(name: str) -> str:
+    return name.partition(":")[2] or name

@@ -1,0 +1,187 @@
+"""`EventStreamResponse`: one model stream sent as server-sent events, kept alive.
+
+The response waits for the model's first event before it commits to a
+status, so a call the upstream refuses at once (a bad key, a rate limit)
+still gets its own HTTP status and OpenAI error body. Once the stream has
+begun, an error is sent as an `error` event and the stream ends.
+
+While the upstream is silent, a comment line (`: keep-alive`) goes out every
+`keepalive` seconds, so proxies and clients between here and the caller do
+not drop an idle connection; if the upstream is silent before its first
+event, that first keep-alive also starts the response. A watchdog task
+wakes only when the interval has passed, so a busy stream pays nothing for
+it. When the client disconnects, the upstream stream is closed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
+
+from starlette.types import Receive, Scope, Send
+
+from tidemill.llm._json import dumps
+from tidemill.llm._model import ModelStreamEvent
+from tidemill.llm.proxy._chunks import ChunkEncoder, error_event
+from tidemill.llm.proxy._errors import ProxyError, proxy_error
+from tidemill.types import ResponseDone
+
+__all__ = ["KEEPALIVE", "EventStreamResponse", "error_response", "log_failure"]
+
+KEEPALIVE = b": keep-alive\n\n"
+"""The comment sent while the upstream is silent; SSE clients ignore comments."""
+
+_logger = logging.getLogger("tidemill.llm.proxy")
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    # Ask buffering reverse proxies (nginx) to pass each event on at once.
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def log_failure(error: BaseException, translated: ProxyError) -> None:
+    """Log a failed request, at a level that says whose problem it is.
+
+    Unexpected errors are logged with their traceback, upstream failures as
+    warnings, and the client's own mistakes (other 4xx) at info level.
+    """
+    if translated.code == "internal_error":
+        _logger.error("request failed: %s", translated.message, exc_info=error)
+    elif translated.status >= 500 or translated.status in (401, 403, 429):
+        _logger.warning("request failed with HTTP %d: %s", translated.status, translated.message)
+    else:
+        _logger.info("request refused with HTTP %d: %s", translated.status, translated.message)
+
+
+async def error_response(send: Send, error: ProxyError, secrets: Sequence[str]) -> None:
+    """Send `error` as a whole JSON response with its status and headers."""
+    body = dumps(error.body(secrets)).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in error.headers.items()]
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class EventStreamResponse:
+    """An ASGI response that streams a model's events as `chat.completion.chunk`s.
+
+    Args:
+        events: The model stream; it is closed when the response ends.
+        encoder: Writes the events as server-sent event bytes.
+        keepalive: Seconds of upstream silence before a keep-alive comment.
+        secrets: Values to scrub from error messages.
+        headers: Extra response headers.
+    """
+
+    def __init__(
+        self,
+        events: AsyncGenerator[ModelStreamEvent, None],
+        encoder: ChunkEncoder,
+        *,
+        keepalive: float,
+        secrets: Sequence[str] = (),
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.events = events
+        self.encoder = encoder
+        self.keepalive = keepalive
+        self.secrets = tuple(secrets)
+        self.headers = _SSE_HEADERS + [
+            (k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
+        ]
+        self._started = False
+        self._lock = asyncio.Lock()
+        self._last_write = 0.0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the stream (ASGI); a client that disconnects cancels it."""
+        self._last_write = asyncio.get_running_loop().time()
+        serving = asyncio.create_task(self._serve(send))
+        listening = asyncio.create_task(_disconnected(receive))
+        try:
+            await asyncio.wait((serving, listening), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            await _stop(listening)
+            await _stop(serving)
+
+    async def _serve(self, send: Send) -> None:
+        watchdog = asyncio.create_task(self._keep_alive(send))
+        try:
+            final = await self._relay(send)
+        except Exception as exc:
+            await _stop(watchdog)
+            await self._fail(send, exc)
+            return
+        finally:
+            await _stop(watchdog)
+        await self._write(send, final, more_body=False)
+
+    async def _relay(self, send: Send) -> bytes:
+        """Send every event but the last; return the bytes that end the stream."""
+        encoder = self.encoder
+        async with aclosing(self.events) as events:
+            async for event in events:
+                if isinstance(event, ResponseDone):
+                    return encoder.finish(event)
+                data = encoder.event(event)
+                if data:
+                    await self._write(send, data)
+        raise ProxyError(
+            "The upstream stream ended without its final event.",
+            status=502,
+            type="api_error",
+            code="upstream_incomplete",
+        )
+
+    async def _write(self, send: Send, data: bytes, *, more_body: bool = True) -> None:
+        async with self._lock:
+            if not self._started:
+                await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+                self._started = True
+                data = self.encoder.start() + data
+            await send({"type": "http.response.body", "body": data, "more_body": more_body})
+            self._last_write = asyncio.get_running_loop().time()
+
+    async def _keep_alive(self, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            wait = self._last_write + self.keepalive - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            else:
+                await self._write(send, KEEPALIVE)
+
+    async def _fail(self, send: Send, exc: Exception) -> None:
+        error = proxy_error(exc)
+        log_failure(exc, error)
+        async with self._lock:
+            if not self._started:
+                self._started = True
+                await error_response(send, error, self.secrets)
+                return
+        await self._write(send, error_event(error.body(self.secrets)), more_body=False)
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client has gone away (or the server can no longer tell)."""
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # a broken receive channel means the same: stop
+        return
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    """Cancel `task` if it still runs and wait for it, never swallowing our own cancellation."""
+    if not task.done():
+        task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
