@@ -4,7 +4,8 @@ The tree is organised by what the caller can do about an error::
 
     TidemillError                  base: catch this to catch everything
     ├── ConfigurationError         the code or config is wrong; fix it and retry
-    │   └── MissingDependencyError an optional extra is missing; install it
+    │   ├── MissingDependencyError an optional extra is missing; install it
+    │   └── MissingCredentialsError a provider's key, token or region is not set
     ├── ToolArgumentsError         arguments do not fit a tool's schema
     ├── SerializationError         data could not be encoded, decoded or stored
     │   └── JournalConflict        another writer appended to the same thread first
@@ -62,6 +63,7 @@ __all__ = [
     "MCPToolError",
     "MalformedToolCall",
     "MaxIterationsExceeded",
+    "MissingCredentialsError",
     "MissingDependencyError",
     "OutputValidationError",
     "ProviderError",
@@ -153,6 +155,14 @@ class ToolArgumentsError(TidemillError):
         )
         self.tool = tool
         self.errors = list(errors)
+
+
+class MissingCredentialsError(ConfigurationError):
+    """A provider needs a key, a token, a project or a region that was not given.
+
+    The message names what is missing; `context["env"]`, when present, names
+    the environment variable(s) that would supply it.
+    """
 
 
 class SerializationError(TidemillError):

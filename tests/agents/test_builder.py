@@ -124,10 +124,11 @@ def test_bad_configuration_is_refused_where_it_is_made(call: object, message: st
         call(agent())  # type: ignore[operator]
 
 
-def test_real_providers_parse_but_are_not_callable_yet() -> None:
-    with pytest.raises(ConfigurationError, match="cannot be called") as info:
-        agent().llm("bedrock:anthropic.claude-sonnet-4-5")
-    assert info.value.context == {"provider": "bedrock", "model": "anthropic.claude-sonnet-4-5"}
+def test_a_provider_without_its_key_is_refused_where_it_is_made() -> None:
+    # Every known provider is callable; a missing key still fails at .llm(), not at the run.
+    with pytest.raises(ConfigurationError, match="No API key") as info:
+        agent().llm("anthropic:claude-sonnet-4-5")
+    assert info.value.context == {"provider": "anthropic", "env": "ANTHROPIC_API_KEY"}
 
 
 def test_checkpoint_specs(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from tidemill.types import (
     ResponseDone,
     TextDelta,
     ToolCallDelta,
+    Usage,
 )
 
 FIXTURES_ENV = "TIDEMILL_PROVIDER_FIXTURES"
@@ -179,6 +180,14 @@ async def stream_all(model: HttpModel, request: ModelRequest = HELLO) -> Streame
     assert isinstance(events[-1], ResponseDone), events[-1]
     assert not any(isinstance(e, ResponseDone) for e in events[:-1])
     return Streamed(events, events[-1].response)
+
+
+PRICE_FIELDS = frozenset({"cost_usd", "unpriced_requests"})
+
+
+def tokens(usage: Usage) -> dict[str, Any]:
+    """A usage's request and token counts, without its price (test_pricing.py checks that)."""
+    return usage.model_dump(exclude=PRICE_FIELDS)
 
 
 def summary(response: ModelResponse) -> dict[str, Any]:

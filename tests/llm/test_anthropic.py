@@ -15,6 +15,7 @@ from llm_replay import (
     json_reply,
     replay_stream,
     sse,
+    tokens,
 )
 
 from tidemill.errors import (
@@ -262,7 +263,7 @@ def test_a_missing_key_names_anthropic_api_key() -> None:
 
 
 def usage(inp: int, out: int, **extra: int) -> dict[str, int]:
-    return Usage(requests=1, input_tokens=inp, output_tokens=out, **extra).model_dump()
+    return tokens(Usage(requests=1, input_tokens=inp, output_tokens=out, **extra))
 
 
 async def test_recorded_whole_text_and_parallel_tools() -> None:
@@ -273,7 +274,7 @@ async def test_recorded_whole_text_and_parallel_tools() -> None:
     model = chat_model("anthropic", Recorder(replies))
     text = await model.request(HELLO)
     assert (text.message.content, text.finish_reason) == ("4200 + 42 = 4242", "stop")
-    assert text.usage.model_dump() == usage(17, 15)
+    assert tokens(text.usage) == usage(17, 15)
     assert text.response_id == "msg_01EXuhhFC9buDpjCcznFPSDs"
     tools = await model.request(HELLO)
     assert tools.message.content == "I'll retrieve the secrets for both passwords you provided."
@@ -281,7 +282,7 @@ async def test_recorded_whole_text_and_parallel_tools() -> None:
         ("toolu_01BUvqBj8Yb34pNAbCJJY1oc", {"password": "mellon"}),
         ("toolu_01VPuQJ1LonDBYXrr8pqPkqQ", {"password": "radiance"}),
     ]
-    assert tools.finish_reason == "tool_calls" and tools.usage.model_dump() == usage(416, 109)
+    assert tools.finish_reason == "tool_calls" and tokens(tools.usage) == usage(416, 109)
 
 
 async def test_recorded_whole_thinking() -> None:
@@ -304,9 +305,7 @@ async def test_cache_tokens_count_into_input() -> None:
         input_tokens=10, cache_creation_input_tokens=200, cache_read_input_tokens=3000
     )
     response = await chat_model("anthropic", Recorder([json_reply(body)])).request(HELLO)
-    assert response.usage.model_dump() == usage(
-        3210, 15, cache_read_tokens=3000, cache_write_tokens=200
-    )
+    assert tokens(response.usage) == usage(3210, 15, cache_read_tokens=3000, cache_write_tokens=200)
 
 
 # -- errors ------------------------------------------------------------------------------------

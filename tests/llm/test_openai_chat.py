@@ -15,6 +15,7 @@ from llm_replay import (
     json_reply,
     sse,
     summary,
+    tokens,
 )
 
 from tidemill.errors import (
@@ -257,7 +258,7 @@ def test_repr_and_describe_never_show_the_key() -> None:
 
 
 def usage(inp: int, out: int, **extra: int) -> dict[str, int]:
-    return Usage(requests=1, input_tokens=inp, output_tokens=out, **extra).model_dump()
+    return tokens(Usage(requests=1, input_tokens=inp, output_tokens=out, **extra))
 
 
 WHOLE = [
@@ -343,7 +344,7 @@ async def test_recorded_whole_response(
     if text is not None:
         assert response.message.content == text
     assert [(c.id, c.name, c.arguments) for c in response.message.tool_calls] == calls
-    assert response.usage.model_dump() == usage_
+    assert tokens(response.usage) == usage_
     assert response.finish_reason == finish
 
 

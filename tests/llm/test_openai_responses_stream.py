@@ -22,6 +22,7 @@ from llm_replay import (
     split,
     stream_all,
     summary,
+    tokens,
 )
 from replay_models import replay, responses_model
 
@@ -31,7 +32,7 @@ from tidemill.types import Usage
 
 
 def usage(inp: int, out: int, **extra: int) -> dict[str, int]:
-    return Usage(requests=1, input_tokens=inp, output_tokens=out, **extra).model_dump()
+    return tokens(Usage(requests=1, input_tokens=inp, output_tokens=out, **extra))
 
 
 def done_item(file: str, item_type: str) -> dict[str, Any]:
@@ -126,7 +127,7 @@ async def test_recorded_stream(case: Case) -> None:
     assert streamed.text == message.content
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == case.calls
     assert all(c.raw_arguments is None and c.signature is None for c in message.tool_calls)
-    assert response.usage.model_dump() == case.usage
+    assert tokens(response.usage) == case.usage
     assert response.finish_reason == case.finish
     assert response.model == case.model
     assert response.provider == "openai-responses"
@@ -217,7 +218,7 @@ async def test_recorded_whole_response(
     await model.aclose()
     assert response.message.content == text
     assert [(c.id, c.name, c.arguments) for c in response.message.tool_calls] == calls
-    assert response.usage.model_dump() == used
+    assert tokens(response.usage) == used
     assert response.finish_reason == finish
     if "reasoning" in file:
         (reasoning,) = response.message.reasoning

@@ -17,6 +17,7 @@ from llm_replay import (
     run,
     split,
     summary,
+    tokens,
 )
 
 from tidemill.errors import MalformedToolCall, ProviderError, TidemillError
@@ -40,7 +41,7 @@ class Case:
 
 
 def usage(inp: int, out: int, **extra: int) -> dict[str, int]:
-    return Usage(requests=1, input_tokens=inp, output_tokens=out, **extra).model_dump()
+    return tokens(Usage(requests=1, input_tokens=inp, output_tokens=out, **extra))
 
 
 CASES = [
@@ -210,7 +211,7 @@ async def test_recorded_stream(case: Case) -> None:
     assert streamed.text == message.content
     assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == case.calls
     assert all(c.raw_arguments is None for c in message.tool_calls)
-    assert response.usage.model_dump() == case.usage
+    assert tokens(response.usage) == case.usage
     assert response.finish_reason == case.finish
     assert response.provider == case.provider
     # The deltas alone rebuild every call, in order, with the same ids and arguments.

@@ -91,12 +91,14 @@ class AgentBuilder:
 
     # -- configuration -----------------------------------------------------------
 
-    def llm(self, spec: str | Model, /, **config: Any) -> Self:
+    def llm(self, spec: str | Model | Sequence[str | Model], /, **config: Any) -> Self:
         """Choose the model.
 
         Args:
             spec: `"provider:model"` (`"openai:gpt-4o-mini"`), a bare model id,
-                `"fake"` for the offline scripted model, or a `Model`.
+                `"fake"` for the offline scripted model, a `Model`, or a list of
+                them: the first answers, and the next takes over on rate limits,
+                timeouts and provider outages.
             **config: Options for the model. The scripted model takes
                 `responses=`, `tool_calls=`, `handler=` and `strict=`.
 
@@ -108,7 +110,7 @@ class AgentBuilder:
             >>> _ = agent().llm("fake", responses=["ok"], strict=True)
         """
         model = resolve_model(spec, **config)
-        if isinstance(spec, str):
+        if not isinstance(spec, Model):
             self._owned.append(model)
         self._model = model
         return self._changed()

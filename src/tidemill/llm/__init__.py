@@ -12,21 +12,33 @@ each HTTP adapter speaks one wire format directly with `httpx`:
   the same body and parsers at Vertex AI's `rawPredict`;
 - `GeminiModel` and `VertexGeminiModel`: Gemini's `generateContent`, on the
   Gemini API and on Vertex AI;
+- `BedrockModel`: Amazon Bedrock's Converse API (SigV4-signed, or a Bedrock
+  API key), its streams in AWS event-stream framing;
 - `ScriptedModel`: offline and deterministic, for tests and demos.
 
+`FallbackModel` wraps several models and tries the next when one is rate
+limited or down (`resolve_model([...])` builds one). Every HTTP adapter
+prices its answers (`Usage.cost_usd`) with the optional `genai-prices`
+package, or counts them in `Usage.unpriced_requests`.
+
 Who owns what: `_http` (retries, deadlines, typed errors) and `_sse` (event
-stream decoding) are shared plumbing; `_credentials` resolves keys and base
-URLs, `_google` Vertex AI projects, tokens and Google's errors; each adapter
-is a request builder (`_openai_chat`, `_openai_responses`, `_anthropic`,
-`_gemini`) with its wire types (`*_wire`) plus a response/stream parser
-(`*_stream`) over the shared `HttpModel` core (`_adapter`).
+stream decoding) are shared plumbing, with `_eventstream` (AWS binary
+framing) and `_sigv4` (AWS request signing) for Bedrock; `_credentials`
+resolves keys and base URLs, `_google` Vertex AI projects, tokens and
+Google's errors, `_aws` AWS regions and credentials; each adapter is a
+request builder (`_openai_chat`, `_openai_responses`, `_anthropic`,
+`_gemini`, `_bedrock`) with its wire types (`*_wire`) plus a response/stream
+parser (`*_stream`) over the shared `HttpModel` core (`_adapter`), which
+prices each answer through `_pricing`. `_fallback` wraps any models.
 """
 
 from tidemill.llm._adapter import HttpCall, HttpModel, StreamParser
 from tidemill.llm._anthropic import AnthropicModel
 from tidemill.llm._anthropic_vertex import AnthropicVertexModel
 from tidemill.llm._azure import AzureOpenAIModel
+from tidemill.llm._bedrock import BedrockModel
 from tidemill.llm._credentials import Credentials, CredentialSource
+from tidemill.llm._fallback import FallbackModel, should_fall_back
 from tidemill.llm._gemini import GeminiModel, VertexGeminiModel
 from tidemill.llm._model import Model, ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.llm._openai_chat import OpenAIChatModel
@@ -44,8 +56,10 @@ __all__ = [
     "AnthropicModel",
     "AnthropicVertexModel",
     "AzureOpenAIModel",
+    "BedrockModel",
     "CredentialSource",
     "Credentials",
+    "FallbackModel",
     "GeminiModel",
     "Handler",
     "HttpCall",
@@ -66,4 +80,5 @@ __all__ = [
     "VertexGeminiModel",
     "parse_model_spec",
     "resolve_model",
+    "should_fall_back",
 ]

@@ -3,8 +3,9 @@
 An adapter has three jobs: build the HTTP call for a `ModelRequest`, parse
 a whole response, and parse a streamed one. `HttpModel` does the rest once
 for all of them: credentials, the HTTP client and its lifecycle, settings
-defaults, decoding the event stream, and checking that a stream really
-finished before `ResponseDone` is yielded.
+defaults, decoding the event stream, checking that a stream really
+finished before `ResponseDone` is yielded, and pricing each answer
+(`Usage.cost_usd`, see `_pricing`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tidemill.llm._credentials import Credentials
 from tidemill.llm._http import HttpClient
 from tidemill.llm._json import JsonObject
 from tidemill.llm._model import Model, ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._pricing import load_prices, price_usage
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._sse import ServerSentEvent, SSEDecoder
 from tidemill.types import ModelResponse, ReasoningDelta, ResponseDone, TextDelta, ToolCallDelta
@@ -104,6 +106,7 @@ class HttpModel(Model):
             secrets=credentials.secrets(),
             auth_hint=auth_hint,
         )
+        load_prices()
 
     @abstractmethod
     def build_call(self, request: ModelRequest, *, stream: bool) -> HttpCall:
@@ -121,6 +124,17 @@ class HttpModel(Model):
         """The model's default settings overlaid with the request's."""
         return ModelSettings(**{**self.settings, **request.settings})
 
+    def priced(self, response: ModelResponse) -> ModelResponse:
+        """`response` with its cost in `usage.cost_usd`, or counted as unpriced.
+
+        The model id the provider reported is looked up first (an Azure
+        deployment's name says nothing about its model), then the one requested.
+        """
+        usage = price_usage(
+            response.usage, provider=self.provider, models=(response.model, self.model_name)
+        )
+        return response.model_copy(update={"usage": usage})
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Make one call and return the whole response.
 
@@ -133,7 +147,7 @@ class HttpModel(Model):
         payload = await self.http.post_json(
             call.url, call.body, headers=call.headers, time_limit=timeout
         )
-        return self.parse_response(payload)
+        return self.priced(self.parse_response(payload))
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """Make one call, yielding deltas as they arrive and `ResponseDone` last.
@@ -160,7 +174,7 @@ class HttpModel(Model):
                 for event in decoder.close():
                     for delta in parser.feed(event):
                         yield delta
-        yield ResponseDone(response=parser.finish())
+        yield ResponseDone(response=self.priced(parser.finish()))
 
     async def aclose(self) -> None:
         """Close the HTTP client if this model created it; an injected one stays open."""

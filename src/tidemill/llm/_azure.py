@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 import httpx
 from pydantic import JsonValue
 
-from tidemill.errors import ConfigurationError
+from tidemill.errors import ConfigurationError, MissingCredentialsError
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._model import ModelRequest, ModelSettings
@@ -104,7 +104,7 @@ class AzureOpenAIModel(OpenAIChatModel):
         key = api_key or (credentials.api_key if credentials else None)
         key = key or _env("AZURE_OPENAI_API_KEY")
         if not key and not self.azure_ad_token:
-            raise ConfigurationError(
+            raise MissingCredentialsError(
                 "No API key for the azure provider.",
                 hint="Set AZURE_OPENAI_API_KEY (or AZURE_OPENAI_AD_TOKEN), "
                 "or pass api_key= (or azure_ad_token=).",

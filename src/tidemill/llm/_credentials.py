@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from tidemill.errors import ConfigurationError
+from tidemill.errors import ConfigurationError, MissingCredentialsError
 
 __all__ = ["CredentialSource", "Credentials"]
 
@@ -121,7 +121,7 @@ class CredentialSource:
             >>> source.resolve(environ={})
             Traceback (most recent call last):
             ...
-            tidemill.errors.ConfigurationError: No API key for the openai provider. Hint: Set ...
+            tidemill.errors.MissingCredentialsError: No API key for the openai provider. ...
         """
         env = os.environ if environ is None else environ
         base = credentials or Credentials()
@@ -143,7 +143,7 @@ class CredentialSource:
                 if (self.api_key_env)
                 else "Pass"
             )
-            raise ConfigurationError(
+            raise MissingCredentialsError(
                 f"No API key for the {self.provider} provider.",
                 hint=f"{where} api_key= (or credentials=Credentials(api_key=...)).",
                 context={"provider": self.provider, "env": self.api_key_env},

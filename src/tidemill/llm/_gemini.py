@@ -26,7 +26,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import JsonValue
 
-from tidemill.errors import ConfigurationError
+from tidemill.errors import MissingCredentialsError
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._failures import ErrorReporter
@@ -205,7 +205,7 @@ class GeminiModel(_GeminiBase):
             or os.environ.get("GOOGLE_API_KEY", "").strip()
         )
         if not key:
-            raise ConfigurationError(
+            raise MissingCredentialsError(
                 "No API key for the gemini provider.",
                 hint="Set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass api_key=.",
                 context={"provider": "gemini", "env": "GEMINI_API_KEY"},

@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 
 from tidemill.errors import (
     AuthenticationError,
-    ConfigurationError,
     ContextWindowExceeded,
+    MissingCredentialsError,
     ProviderError,
 )
 from tidemill.llm._adapter import HttpModel
@@ -114,13 +114,13 @@ class VertexSource:
         )
         token = access_token or base.api_key or _env(env, "GOOGLE_OAUTH_ACCESS_TOKEN")
         if not project:
-            raise ConfigurationError(
+            raise MissingCredentialsError(
                 f"No Google Cloud project for the {self.provider} provider.",
                 hint="Set GOOGLE_CLOUD_PROJECT, or pass project=.",
                 context={"provider": self.provider, "env": "GOOGLE_CLOUD_PROJECT"},
             )
         if not token:
-            raise ConfigurationError(
+            raise MissingCredentialsError(
                 f"No access token for the {self.provider} provider.",
                 hint="Set GOOGLE_OAUTH_ACCESS_TOKEN (e.g. to `gcloud auth print-access-token`), "
                 "or pass access_token=.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,8 @@ from tidemill.errors import ConfigurationError
 from tidemill.llm._anthropic import AnthropicModel
 from tidemill.llm._anthropic_vertex import AnthropicVertexModel
 from tidemill.llm._azure import AzureOpenAIModel
+from tidemill.llm._bedrock import BedrockModel
+from tidemill.llm._fallback import FallbackModel
 from tidemill.llm._gemini import GeminiModel, VertexGeminiModel
 from tidemill.llm._model import Model, ModelSettings
 from tidemill.llm._openai_chat import OpenAIChatModel
@@ -100,8 +102,11 @@ def parse_model_spec(spec: str) -> ModelSpec:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def resolve_model(spec: str | Model, **config: Any) -> Model:
+def resolve_model(spec: str | Sequence[str | Model] | Model, **config: Any) -> Model:
     """Turn a spec string and its options into a `Model`; pass a `Model` through.
+
+    A list of specs (or models) becomes a `FallbackModel` that tries them
+    in order; the options apply to every model built from a string.
 
     Each provider has an HTTP adapter, and the options are passed to it
     (`api_key=`, `base_url=`, `http_client=`, `settings=`, ...):
@@ -112,7 +117,8 @@ def resolve_model(spec: str | Model, **config: Any) -> Model:
     - `openai-responses:`: `OpenAIResponsesModel`; `azure:<deployment>`:
       `AzureOpenAIModel`;
     - `anthropic:`: `AnthropicModel`; `anthropic-vertex:`: `AnthropicVertexModel`;
-    - `gemini:`: `GeminiModel`; `vertex:`: `VertexGeminiModel`.
+    - `gemini:`: `GeminiModel`; `vertex:`: `VertexGeminiModel`;
+    - `bedrock:`: `BedrockModel` (the Converse API).
 
     Raises:
         ConfigurationError: For an unknown provider or option, a missing API
@@ -126,7 +132,11 @@ def resolve_model(spec: str | Model, **config: Any) -> Model:
         ('OpenAIChatModel', 'openai', 'gpt-4o-mini')
         >>> resolve_model("claude-sonnet-4-5", api_key="sk-ant-test").provider
         'anthropic'
+        >>> resolve_model(["fake", "fake"]).model_name
+        'scripted:scripted,scripted:scripted'
     """
+    if not isinstance(spec, str | Model):
+        return _fallback(spec, config)
     if isinstance(spec, Model):
         if config:
             raise ConfigurationError(
@@ -163,6 +173,33 @@ def resolve_model(spec: str | Model, **config: Any) -> Model:
     return build(parsed.model, **fixed, **config)
 
 
+def _fallback(specs: Sequence[str | Model], config: dict[str, Any]) -> FallbackModel:
+    """A `FallbackModel` over `specs`; it owns (and closes) the models built from strings.
+
+    Nothing needs closing when a later spec fails: models open their HTTP
+    client on first use.
+    """
+    if not specs:
+        raise ConfigurationError(
+            "An empty list of models was given.",
+            hint="Give one spec string, or a list of them to try in order.",
+        )
+    models: list[Model] = []
+    owned: list[Model] = []
+    for item in specs:
+        if isinstance(item, Model):
+            models.append(item)
+        elif isinstance(item, str):
+            models.append(resolve_model(item, **config))
+            owned.append(models[-1])
+        else:
+            raise ConfigurationError(
+                f"Cannot use {type(item).__name__} as a model in a fallback list.",
+                hint="List spec strings ('openai:gpt-4o') or Model objects.",
+            )
+    return FallbackModel(models, owned=owned)
+
+
 _SETTING_NAMES = ModelSettings.__required_keys__ | ModelSettings.__optional_keys__
 
 
@@ -196,6 +233,7 @@ _ADAPTERS: dict[str, Callable[..., Model]] = {
     "anthropic": AnthropicModel,
     "anthropic-vertex": AnthropicVertexModel,
     "azure": AzureOpenAIModel,
+    "bedrock": BedrockModel,
     "gemini": GeminiModel,
     "openai-responses": OpenAIResponsesModel,
     "vertex": VertexGeminiModel,

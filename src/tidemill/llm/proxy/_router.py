@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from tidemill.errors import ConfigurationError
+from tidemill.errors import ConfigurationError, MissingCredentialsError
 from tidemill.llm._adapter import HttpModel
 from tidemill.llm._http import DEFAULT_TIMEOUT
 from tidemill.llm._model import Model
@@ -143,11 +143,11 @@ class ModelRouter:
 
     def _refusal(self, name: str, provider: str, exc: ConfigurationError) -> ProxyError:
         """Whose problem a model that cannot be built is: the client's name, or the setup."""
-        if exc.message.startswith("No API key"):
+        if isinstance(exc, MissingCredentialsError):
             env = exc.context.get("env")
             where = f"set {env} where the proxy runs" if env else "configure its api_key"
             return ProxyError(
-                f"The proxy has no API key for the {provider!r} provider: "
+                f"The proxy has no credentials for the {provider!r} provider: "
                 f"its operator must {where}.",
                 status=401,
                 type="authentication_error",
