@@ -23,6 +23,7 @@ from tidemill.tools import ToolLike, ToolRegistry
 from tidemill.types import AgentResponse, Decision, StreamEvent, ToolCall
 
 if TYPE_CHECKING:
+    from tidemill.agents.graph import GraphRuntime
     from tidemill.tools.mcp import MCPServer, MCPServerOptions
 
 __all__ = ["AgentBuilder", "agent"]
@@ -86,7 +87,8 @@ class AgentBuilder:
         self._guardrail: Guardrail | None = None
         self._tracer: Tracer | None = None
         self._owned: list[_Closeable] = []
-        self._runtime: AgentRuntime | None = None
+        self._runtime: AgentRuntime | GraphRuntime | None = None
+        self._graph = False
         self._sync = LoopThread("tidemill-agent")
 
     # -- configuration -----------------------------------------------------------
@@ -406,13 +408,45 @@ class AgentBuilder:
         self._output = OutputSpec.of(output, retries=retries)
         return self._changed()
 
+    def graph(self, enabled: bool = True) -> Self:
+        """Run the agent as a LangGraph graph (`GraphRuntime`) instead of the built-in loop.
+
+        The same tools, approvals, limits, tracing and checkpointer apply, and
+        the graph's state goes through the checkpointer, so a graph thread
+        survives a restart too. `native_graph()` returns the `StateGraph` to
+        edit; `recompile()` applies the edits. Needs `pip install 'tidemill[graph]'`.
+        Structured output, memory, guardrails and specialists are not
+        supported by the graph runtime yet; building with them raises
+        `ConfigurationError`.
+        """
+        self._graph = enabled
+        return self._changed()
+
+    def native_graph(self) -> Any:
+        """Return the LangGraph `StateGraph` of a graph-backed agent, to add nodes and edges.
+
+        Raises:
+            ConfigurationError: When the agent was not built with `.graph()`.
+        """
+        return self._graph_runtime().native_graph()
+
+    def recompile(self) -> None:
+        """Compile the edited graph; later runs use it.
+
+        Raises:
+            ConfigurationError: When the agent was not built with `.graph()`.
+        """
+        self._graph_runtime().recompile()
+
     # -- building ----------------------------------------------------------------
 
-    def build(self) -> AgentRuntime:
+    def build(self) -> AgentRuntime | GraphRuntime:
         """Build the agent, or return the one already built.
 
         Raises:
-            ConfigurationError: When no model was chosen.
+            ConfigurationError: When no model was chosen, or `.graph()` was
+                combined with what the graph runtime does not support.
+            MissingDependencyError: For `.graph()` without the `graph` extra.
         """
         if self._runtime is not None:
             return self._runtime
@@ -424,6 +458,9 @@ class AgentBuilder:
         if self._checkpointer is None:
             # Kept across rebuilds, so a pause survives a later configuration change.
             self._checkpointer = MemoryCheckpointer()
+        if self._graph:
+            self._runtime = self._build_graph(self._model, self._checkpointer)
+            return self._runtime
         self._runtime = AgentRuntime(
             model=self._model,
             tools=self._registry,
@@ -444,6 +481,56 @@ class AgentBuilder:
             tracer=self._tracer,
         )
         return self._runtime
+
+    def _build_graph(self, model: Model, checkpointer: Checkpointer) -> GraphRuntime:
+        unsupported = [
+            name
+            for name, used in (
+                ("output()", self._output is not None),
+                ("memory()", self._memory is not None),
+                ("guardrails()", self._guardrail is not None),
+                ("agent()", bool(self._specialists)),
+            )
+            if used
+        ]
+        if unsupported:
+            raise ConfigurationError(
+                "The graph runtime does not support " + ", ".join(unsupported) + " yet.",
+                hint="Drop them, or build the agent without .graph().",
+            )
+        from tidemill.agents.graph import GraphRuntime
+
+        return GraphRuntime(
+            model=model,
+            tools=self._registry,
+            system_prompt=self._system,
+            name=self._name,
+            max_iterations=self._max_iterations,
+            tool_call_retries=self._tool_call_retries,
+            parallel_tools=self._parallel,
+            max_parallel=self._max_parallel,
+            require_approval=self._approval,
+            checkpointer=checkpointer,
+            limits=self._limits,
+            tracer=self._tracer,
+        )
+
+    def _graph_runtime(self) -> GraphRuntime:
+        runtime = self.build()
+        if isinstance(runtime, AgentRuntime):
+            raise ConfigurationError(
+                "This agent runs the built-in loop, which has no graph.",
+                hint="Build it with .graph() to get a LangGraph StateGraph to edit.",
+            )
+        return runtime
+
+    def _loop_runtime(self) -> AgentRuntime:
+        runtime = self.build()
+        if not isinstance(runtime, AgentRuntime):
+            raise ConfigurationError(
+                "Specialists need the built-in loop; this agent was built with .graph()."
+            )
+        return runtime
 
     # -- running (see AgentRuntime for the details) ---------------------------------
 
@@ -577,7 +664,7 @@ class AgentBuilder:
 
     async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
         """Run every specialist on the same task; see `AgentRuntime.abroadcast`."""
-        return await self.build().abroadcast(task)
+        return await self._loop_runtime().abroadcast(task)
 
     def broadcast(self, task: str) -> dict[str, AgentResponse]:
         """Blocking `abroadcast`."""
@@ -585,7 +672,7 @@ class AgentBuilder:
 
     async def apipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
         """Chain specialists; see `AgentRuntime.apipeline`."""
-        return await self.build().apipeline(task, order)
+        return await self._loop_runtime().apipeline(task, order)
 
     def pipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
         """Blocking `apipeline`."""

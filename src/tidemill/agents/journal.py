@@ -34,6 +34,9 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
     "Correction",
+    "GraphCheckpoint",
+    "GraphWrite",
+    "GraphWrites",
     "JournalEvent",
     "JournalRecord",
     "MemorySummarized",
@@ -152,6 +155,47 @@ class RunFailed(_Event):
     """For a crossed limit: which one (`max_iterations`, `requests`, `tool_calls`, ...)."""
 
 
+class GraphCheckpoint(_Event):
+    """A LangGraph checkpoint of a thread run by the graph runtime (`tidemill.agents.graph`).
+
+    The fold ignores it: it is LangGraph's own state, stored as JSON so a
+    graph thread lives in the same journal, on the same backend, as any other.
+    """
+
+    kind: Literal["graph_checkpoint"] = "graph_checkpoint"
+    checkpoint_ns: str = ""
+    """The graph's namespace: empty for the top graph, set for a subgraph."""
+    checkpoint_id: str
+    parent_id: str | None = None
+    """The checkpoint this one follows, if any."""
+    checkpoint: JsonValue
+    """The checkpoint; its `channel_values` hold only the channels it changed."""
+    metadata: JsonValue = None
+
+
+class GraphWrite(BaseModel):
+    """One pending write of a LangGraph task: a value for a channel."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    channel: str
+    idx: int
+    """The write's position in its task, or LangGraph's negative index for a special write."""
+    value: JsonValue
+
+
+class GraphWrites(_Event):
+    """Writes a LangGraph task made after a checkpoint; the fold ignores them."""
+
+    kind: Literal["graph_writes"] = "graph_writes"
+    checkpoint_ns: str = ""
+    checkpoint_id: str
+    """The checkpoint the writes follow."""
+    task_id: str
+    task_path: str = ""
+    writes: tuple[GraphWrite, ...]
+
+
 JournalEvent = Annotated[
     UserInput
     | ModelTurn
@@ -163,7 +207,9 @@ JournalEvent = Annotated[
     | OutputRejected
     | MemorySummarized
     | RunFinished
-    | RunFailed,
+    | RunFailed
+    | GraphCheckpoint
+    | GraphWrites,
     Field(discriminator="kind"),
 ]
 """Any journal event."""
@@ -274,7 +320,7 @@ class ThreadState:
     _step_of: dict[str, AgentStep] = field(default_factory=dict, repr=False)
     _failed_steps: set[int] = field(default_factory=set, repr=False)
 
-    def apply(self, seq: int, event: JournalEvent) -> None:
+    def apply(self, seq: int, event: JournalEvent) -> None:  # noqa: C901 - a branch per kind
         """Fold one event into the state."""
         # Dispatch on the tag, most frequent first: cheaper than isinstance on models.
         self.seq = seq
@@ -322,6 +368,8 @@ class ThreadState:
             self.status, self.output = "finished", event.output
         elif event.kind == "failed":
             self.status, self.error = "failed", event.message
+        elif event.kind == "graph_checkpoint" or event.kind == "graph_writes":
+            pass  # LangGraph's own state, read by the graph runtime's saver
         else:
             assert_never(event)
 

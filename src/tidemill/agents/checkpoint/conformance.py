@@ -39,6 +39,9 @@ from tidemill.agents.journal import (
     ApprovalDecided,
     ApprovalRequested,
     Correction,
+    GraphCheckpoint,
+    GraphWrite,
+    GraphWrites,
     JournalEvent,
     JournalRecord,
     MemorySummarized,
@@ -341,6 +344,38 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
         ),
         RunFailed(reason="limit", limit="max_iterations", message="10 iteration(s) used"),
         RunFailed(reason="tool_call_retries", message="The tool raised ValueError: bad"),
+        GraphCheckpoint(
+            checkpoint_id=f"1ef1-{tag}0002",
+            parent_id=f"1ef1-{tag}0001",
+            checkpoint={
+                "v": 4,
+                "id": f"1ef1-{tag}0002",
+                "ts": "2024-05-17T09:30:15.123456+00:00",
+                "channel_versions": {
+                    "messages": "00000002.5f1c",
+                    "branch:to:agent": "00000002.a0b1",
+                },
+                "versions_seen": {"agent": {"branch:to:agent": "00000001.9e2d"}},
+                "updated_channels": ["messages"],
+                "channel_values": {
+                    "messages": [{"$model": "Message", "data": {"role": "user", "content": tag}}],
+                    "branch:to:agent": None,
+                },
+            },
+            metadata={"source": "loop", "step": 1, "parents": {}, "score": 0.5},
+        ),
+        GraphWrites(
+            checkpoint_ns=f"tools:{tag}",
+            checkpoint_id=f"1ef1-{tag}0002",
+            task_id=f"task-{tag}",
+            task_path="~__pregel_pull, tools",
+            writes=(
+                GraphWrite(channel="messages", idx=0, value=[{"$tuple": ["a", 1, None]}]),
+                GraphWrite(
+                    channel="__interrupt__", idx=-3, value={"$serde": "msgpack", "data": "kQ=="}
+                ),
+            ),
+        ),
     ]
 
 

@@ -1,0 +1,235 @@
+"""The agent graph: an `agent` node that thinks, a `tools` node that acts.
+
+    START → agent ─┬─ tool calls ──→ tools → agent
+                   ├─ a correction → agent
+                   └─ an answer ───→ END
+
+Each node journals what it does as Tidemill events before its effect, the
+same events `AgentRuntime` writes: the model turn with the calls it refused
+or sent for approval, each tool call's start and result. Limits are checked
+where the built-in loop checks them. The `tools` node pauses with LangGraph's
+`interrupt()` while calls wait for a decision; the decisions themselves are
+journaled by `GraphRuntime.aresume`, so a call runs as it was authorised and
+only once, whichever process resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from tidemill.agents._tool_runner import ToolRunner
+from tidemill.agents.graph._state import GraphRun, GraphState
+from tidemill.agents.journal import (
+    ApprovalRequested,
+    Correction,
+    JournalEvent,
+    ModelTurn,
+    RunFailed,
+    ThreadState,
+    ToolFinished,
+)
+from tidemill.agents.tracing import NullTracer, Tracer
+from tidemill.errors import (
+    AgentError,
+    LimitExceeded,
+    MalformedToolCall,
+    MaxIterationsExceeded,
+    ToolRetriesExceeded,
+)
+from tidemill.llm import Model, ModelRequest
+from tidemill.types import Message, ModelResponse, StreamEvent, ToolCall, ToolResult
+
+__all__ = ["AgentNodes", "agent_graph", "route"]
+
+Update = dict[str, list[Message]]
+"""What a node returns: messages to append."""
+
+
+def agent_graph(nodes: AgentNodes) -> StateGraph[GraphState, GraphRun, GraphState, GraphState]:
+    """The uncompiled agent graph, with `nodes` as its `agent` and `tools` nodes."""
+    graph = StateGraph(GraphState, context_schema=GraphRun)
+    graph.add_node("agent", nodes.agent)
+    graph.add_node("tools", nodes.tools)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", route, ["agent", "tools", END])
+    graph.add_edge("tools", "agent")
+    return graph
+
+
+def route(state: GraphState) -> str:
+    """Where the graph goes after `agent`: its tool calls, another turn, or the end."""
+    messages = state["messages"]
+    last = messages[-1] if messages else None
+    if last is None or last.role != "assistant":
+        return "agent"  # the model was told how to correct its last turn
+    return "tools" if last.tool_calls else END
+
+
+@dataclass(frozen=True)
+class AgentNodes:
+    """The `agent` and `tools` nodes of one agent configuration; per-run state is in `GraphRun`."""
+
+    model: Model
+    runner: ToolRunner
+    system_prompt: str | None = None
+    tool_call_retries: int = 2
+    tracer: Tracer = field(default_factory=NullTracer)
+
+    # -- agent -------------------------------------------------------------------------
+
+    async def agent(self, state: GraphState, runtime: Runtime[GraphRun]) -> Update:
+        """Ask the model for the next turn and journal it with its calls' admission."""
+        run = runtime.context
+        log, journal = run.log, run.log.state
+        if journal.open_calls and (journaled := _unapplied_turn(journal, state["messages"])):
+            return {"messages": [journaled]}  # journaled, then the process stopped: not asked again
+        await self._check_bounds(run)
+        system = (Message.system(self.system_prompt),) if self.system_prompt else ()
+        request = ModelRequest(
+            (*system, *state["messages"]), self.runner.tools.definitions(), run.settings
+        )
+        try:
+            with self.tracer.model_span(
+                self.model.model_name,
+                provider=self.model.provider,
+                settings=run.settings,
+                messages=request.messages,
+                parent=log.writer.span,
+            ) as span:
+                response = await self._ask(request, run)
+                span.record_response(response)
+        except MalformedToolCall as exc:
+            await log.append(Correction(error=str(exc), feedback=exc.feedback))
+            return {"messages": [Message.user(exc.feedback)]}
+        turn, message = ModelTurn(response=response), response.message
+        limits = run.bounds.limits
+        if limits.tokens and (crossed := limits.after_response(journal.usage + response.usage)):
+            await self._stop(run, crossed, turn)
+        if not message.tool_calls:
+            await log.append(turn)
+            return {"messages": [message]}
+        admission = self.runner.admit(log.writer, message.tool_calls)
+        batch = len(admission.pending) + len(admission.runnable)
+        if crossed := limits.before_tools(journal.tool_calls, batch):
+            await self._stop(run, crossed, turn)
+        events: list[JournalEvent] = [turn, *(ToolFinished(result=r) for r in admission.refused)]
+        if admission.pending:
+            events.append(ApprovalRequested(calls=tuple(admission.pending)))
+        await log.append(*events)
+        return {"messages": [message]}
+
+    async def _ask(self, request: ModelRequest, run: GraphRun) -> ModelResponse:
+        """One model call; streamed out through LangGraph's custom stream when streaming."""
+        if not run.streaming:
+            return await self.model.request(request)
+        emit = get_stream_writer()
+        response: ModelResponse | None = None
+        async with aclosing(self.model.stream(request)) as chunks:
+            async for chunk in chunks:
+                if chunk.type == "response":
+                    response = chunk.response
+                emit(chunk)
+        if response is None:
+            raise AgentError("The model's stream ended without its final response.")
+        return response
+
+    async def _check_bounds(self, run: GraphRun) -> None:
+        """Fail the run before the next model call when a bound says so."""
+        journal = run.log.state
+        if journal.corrections > self.tool_call_retries:
+            detail = journal.last_error or "unknown error"
+            await run.log.append(RunFailed(reason="tool_call_retries", message=detail))
+            raise ToolRetriesExceeded(self.tool_call_retries, detail, response=run.response())
+        budget = run.bounds.max_iterations
+        if journal.iterations >= budget:
+            await run.log.append(
+                RunFailed(
+                    reason="limit", limit="max_iterations", message=f"{budget} iteration(s) used"
+                )
+            )
+            raise MaxIterationsExceeded(budget, response=run.response())
+        limits = run.bounds.limits
+        if limits.requests is not None and (crossed := limits.before_request(journal.usage)):
+            await self._stop(run, crossed)
+
+    async def _stop(
+        self, run: GraphRun, crossed: tuple[str, int], turn: ModelTurn | None = None
+    ) -> None:
+        """End the run at a limit. A turn that crossed it is kept, its calls answered unrun."""
+        name, value = crossed
+        events: list[JournalEvent] = []
+        added: list[Message] = []
+        if turn is not None:
+            note = f"Not run: the run reached its {name} limit of {value}."
+            results = [
+                ToolResult(call_id=c.id, name=c.name, content=note, is_error=True)
+                for c in turn.response.message.tool_calls
+            ]
+            events += [turn, *(ToolFinished(result=r) for r in results)]
+            added += [turn.response.message, *map(Message.tool, results)]
+        events.append(RunFailed(reason="limit", limit=name, message=f"{name} limit of {value}"))
+        await run.log.append(*events)
+        raise LimitExceeded(name, value, response=run.response(*added))
+
+    # -- tools -------------------------------------------------------------------------
+
+    async def tools(self, state: GraphState, runtime: Runtime[GraphRun]) -> Update:
+        """Run the last turn's calls that may run; pause while others wait for a decision.
+
+        Decided calls run as soon as they are decided, as in the built-in
+        loop. Each pass of `interrupt()` is answered by one resume, so after a
+        partial decision the node runs what was approved and pauses again.
+        """
+        run = runtime.context
+        journal = run.log.state
+        while True:
+            runnable = [
+                journal.approved.get(call_id, call)
+                for call_id, call in journal.open_calls.items()
+                if call_id not in journal.pending
+            ]
+            async for event in self._act(run, runnable):
+                get_stream_writer()(event)
+            if not journal.pending:
+                break
+            interrupt(
+                {
+                    "thread_id": run.log.thread_id,
+                    "calls": [call.model_dump(mode="json") for call in journal.pending.values()],
+                }
+            )
+        return {"messages": _results(journal, state["messages"])}
+
+    def _act(self, run: GraphRun, calls: list[ToolCall]) -> AsyncIterator[StreamEvent]:
+        return self.runner.act(run.log.writer, calls, run.started, streaming=run.streaming)
+
+
+def _unapplied_turn(journal: ThreadState, messages: list[Message]) -> Message | None:
+    """The journal's last model turn, when the graph's state does not have it yet."""
+    turn = next((m for m in reversed(journal.messages) if m.role == "assistant"), None)
+    if turn is None or not turn.tool_calls or any(m == turn for m in reversed(messages)):
+        return None
+    return turn
+
+
+def _results(journal: ThreadState, messages: list[Message]) -> list[Message]:
+    """The tool messages answering the graph's last turn, in the order of its calls."""
+    turn = next((m for m in reversed(messages) if m.role == "assistant" and m.tool_calls), None)
+    if turn is None:
+        return []
+    wanted = {call.id for call in turn.tool_calls}
+    found: dict[str, Message] = {}
+    for message in reversed(journal.messages):
+        if len(found) == len(wanted):
+            break
+        call_id = message.tool_call_id
+        if message.role == "tool" and call_id is not None and call_id in wanted:
+            found.setdefault(call_id, message)
+    return [found[call.id] for call in turn.tool_calls if call.id in found]

@@ -1,0 +1,66 @@
+"""The agent graph's state, and the run every node of it can see."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, TypedDict
+
+from tidemill.agents._loop import RunBounds
+from tidemill.agents.graph._saver import ThreadLog
+from tidemill.errors import ConfigurationError
+from tidemill.llm import ModelSettings
+from tidemill.types import AgentResponse, Message
+
+__all__ = ["GraphRun", "GraphState", "append_messages"]
+
+
+def append_messages(left: Sequence[Message], right: Message | Sequence[Message]) -> list[Message]:
+    """The `messages` reducer: a node's messages are appended to the conversation.
+
+    Raises:
+        ConfigurationError: When a node returns something other than `Message`s.
+
+    Example:
+        >>> [m.content for m in append_messages([Message.user("Hi")], Message.assistant("Hello"))]
+        ['Hi', 'Hello']
+    """
+    added = [right] if isinstance(right, Message) else list(right)
+    wrong = [type(item).__name__ for item in added if not isinstance(item, Message)]
+    if wrong:
+        raise ConfigurationError(
+            f"A graph node returned {', '.join(wrong)} in `messages`; the agent graph "
+            "holds tidemill.types.Message objects.",
+            hint='Return {"messages": [Message.user("...")]} from the node.',
+        )
+    return [*left, *added]
+
+
+class GraphState(TypedDict):
+    """The agent graph's state: the conversation, as Tidemill messages.
+
+    A node you add reads `state["messages"]` and returns
+    `{"messages": [...]}` to append to it.
+    """
+
+    messages: Annotated[list[Message], append_messages]
+
+
+@dataclass
+class GraphRun:
+    """One run of the agent graph: LangGraph hands it to every node as its context."""
+
+    log: ThreadLog
+    bounds: RunBounds
+    settings: ModelSettings
+    streaming: bool
+    started: set[str] = field(default_factory=set)
+    """Calls this run journaled as started, so they are not marked twice."""
+    messages: list[Message] = field(default_factory=list)
+    """The graph's conversation as of its last completed step."""
+
+    def response(self, *added: Message) -> AgentResponse:
+        """The run so far: steps and usage from the journal, the graph's messages."""
+        response = self.log.state.response(latency_ms=self.log.writer.elapsed_ms())
+        response.messages = [*self.messages, *added]
+        return response
