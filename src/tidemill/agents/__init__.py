@@ -7,9 +7,10 @@ Checkpointers live in `tidemill.agents.checkpoint`, journal events in
 
 from tidemill.agents._builder import AgentBuilder, agent
 from tidemill.agents._delegation import AgentTool, Delegation, Worker
+from tidemill.agents._facade import Prompt
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._output import OutputSpec
-from tidemill.agents._runtime import AgentRuntime, Prompt
+from tidemill.agents._runtime import AgentRuntime
 from tidemill.agents.checkpoint import (
     Checkpointer,
     MemoryCheckpointer,

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self, Unpack
 
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
 from tidemill.agents._delegation import AgentTool, Delegation, Worker
+from tidemill.agents._facade import AgentFacade, Prompt
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._output import OutputSpec
-from tidemill.agents._runtime import AgentRuntime, Prompt
+from tidemill.agents._runtime import AgentRuntime
 from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer, resolve_checkpointer
 from tidemill.agents.guardrails import Guardrail, resolve_guardrail
 from tidemill.agents.journal import JournalRecord, ThreadState
@@ -44,7 +45,7 @@ def agent() -> AgentBuilder:
     return AgentBuilder()
 
 
-class AgentBuilder:
+class AgentBuilder(AgentFacade):
     """Fluent configuration for an agent; runs it too.
 
     Each method sets one thing and returns the builder. The agent is built on
@@ -548,26 +549,6 @@ class AgentBuilder:
             prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
         )
 
-    def run(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Blocking `arun`."""
-        return self._sync.run(
-            self.arun(
-                prompt,
-                thread_id=thread_id,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
     def astream(
         self,
         prompt: Prompt,
@@ -581,32 +562,6 @@ class AgentBuilder:
         return self.build().astream(
             prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
         )
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> Iterator[StreamEvent]:
-        """Blocking `astream`."""
-        return self._sync.iterate(
-            self.astream(
-                prompt,
-                thread_id=thread_id,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
-    def astream_text(
-        self, prompt: Prompt, *, thread_id: str | None = None, **settings: Unpack[ModelSettings]
-    ) -> AsyncIterator[str]:
-        """Yield only the assistant's text, as it is written."""
-        return self.build().astream_text(prompt, thread_id=thread_id, **settings)
 
     async def aresume(
         self,
@@ -634,34 +589,6 @@ class AgentBuilder:
             **settings,
         )
 
-    def resume(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Decision] | None = None,
-        *,
-        approved: bool | None = None,
-        feedback: str = "",
-        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
-        retry_in_flight: bool = False,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Blocking `aresume`."""
-        return self._sync.run(
-            self.aresume(
-                thread_id,
-                decisions,
-                approved=approved,
-                feedback=feedback,
-                edited_arguments=edited_arguments,
-                retry_in_flight=retry_in_flight,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
     async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
         """Run every specialist on the same task; see `AgentRuntime.abroadcast`."""
         return await self._loop_runtime().abroadcast(task)
@@ -682,17 +609,13 @@ class AgentBuilder:
         """Return the thread's state, folded from its journal, or None."""
         return await self.build().astate(thread_id)
 
-    def pending_approvals(self, thread_id: str) -> list[ToolCall]:
+    async def apending_approvals(self, thread_id: str) -> list[ToolCall]:
         """Return the calls waiting for a decision on the thread."""
-        return self._sync.run(self.build().apending_approvals(thread_id))
+        return await self.build().apending_approvals(thread_id)
 
-    def state(self, thread_id: str) -> ThreadState | None:
-        """Return the thread's state, folded from its journal, or None."""
-        return self._sync.run(self.build().astate(thread_id))
-
-    def history(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
+    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
         """Return the thread's journal, oldest first: the audit trail."""
-        return self._sync.run(self.build().ahistory(thread_id, limit))
+        return await self.build().ahistory(thread_id, limit)
 
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description of the agent."""

@@ -31,6 +31,7 @@ from tidemill.agents.memory import BufferMemory, Memory
 from tidemill.agents.tracing import NullTracer, Tracer
 from tidemill.errors import (
     AgentError,
+    ConfigurationError,
     GuardrailViolation,
     LimitExceeded,
     MalformedToolCall,
@@ -63,6 +64,23 @@ class RunBounds:
 
     max_iterations: int
     limits: UsageLimits
+
+    @classmethod
+    def of(
+        cls,
+        max_iterations: int | None,
+        limits: UsageLimits | None,
+        default_iterations: int,
+        default_limits: UsageLimits,
+    ) -> RunBounds:
+        """A run's bounds: the ones given for it, else the agent's.
+
+        Raises:
+            ConfigurationError: If `max_iterations` is less than 1.
+        """
+        if max_iterations is not None and max_iterations < 1:
+            raise ConfigurationError("max_iterations must be at least 1.")
+        return cls(max_iterations or default_iterations, limits or default_limits)
 
 
 @dataclass(frozen=True)

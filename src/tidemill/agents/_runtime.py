@@ -15,7 +15,6 @@ import secrets
 from collections.abc import (
     AsyncIterator,
     Iterable,
-    Iterator,
     Mapping,
     Sequence,
 )
@@ -34,6 +33,7 @@ from tidemill.agents._delegation import (
     pipeline,
     roster,
 )
+from tidemill.agents._facade import AgentFacade, Prompt, prompt_messages
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._loop import AgentLoop, RunBounds
 from tidemill.agents._output import OutputSpec
@@ -63,10 +63,8 @@ from tidemill.tools import ToolLike, ToolRegistry
 from tidemill.types import (
     AgentResponse,
     Decision,
-    Message,
     RunStopped,
     StreamEvent,
-    TextDelta,
     ToolCall,
 )
 
@@ -76,11 +74,8 @@ _log = logging.getLogger("tidemill.agents")
 
 _DECISION_ATTEMPTS = 3
 
-Prompt = str | Message | Sequence[Message]
-"""What a run starts from: a user's text, one message, or a transcript."""
 
-
-class AgentRuntime:
+class AgentRuntime(AgentFacade):
     """A tool-calling agent: the reason/act loop, journaled.
 
     Usually built by `tidemill.agent()`; construct it directly to pass every
@@ -231,26 +226,6 @@ class AgentRuntime:
         writer = await self._begin(prompt, thread_id)
         return await self._complete(writer, self._bounds(max_iterations, limits), settings)
 
-    def run(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Blocking `arun`."""
-        return self._sync.run(
-            self.arun(
-                prompt,
-                thread_id=thread_id,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
     async def astream(
         self,
         prompt: Prompt,
@@ -290,34 +265,6 @@ class AgentRuntime:
                 response=stop.response or self._loop.response(writer),
             )
             raise
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> Iterator[StreamEvent]:
-        """Blocking `astream`."""
-        return self._sync.iterate(
-            self.astream(
-                prompt,
-                thread_id=thread_id,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
-    async def astream_text(
-        self, prompt: Prompt, *, thread_id: str | None = None, **settings: Unpack[ModelSettings]
-    ) -> AsyncIterator[str]:
-        """Yield only the assistant's text, as it is written."""
-        async for event in self.astream(prompt, thread_id=thread_id, **settings):
-            if isinstance(event, TextDelta):
-                yield event.delta
 
     # -- approvals and recovery --------------------------------------------------
 
@@ -452,34 +399,6 @@ class AgentRuntime:
             return writer
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def resume(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Decision] | None = None,
-        *,
-        approved: bool | None = None,
-        feedback: str = "",
-        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
-        retry_in_flight: bool = False,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Blocking `aresume`."""
-        return self._sync.run(
-            self.aresume(
-                thread_id,
-                decisions,
-                approved=approved,
-                feedback=feedback,
-                edited_arguments=edited_arguments,
-                retry_in_flight=retry_in_flight,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
     # -- specialists ------------------------------------------------------------
 
     async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
@@ -524,18 +443,10 @@ class AgentRuntime:
         state = await load_state(self.checkpointer, thread_id)
         return state if state.seq else None
 
-    def state(self, thread_id: str) -> ThreadState | None:
-        """Blocking `astate`."""
-        return self._sync.run(self.astate(thread_id))
-
     async def apending_approvals(self, thread_id: str) -> list[ToolCall]:
         """Return the calls waiting for a decision on the thread, or `[]`."""
         state = await load_state(self.checkpointer, thread_id)
         return list(state.pending.values())
-
-    def pending_approvals(self, thread_id: str) -> list[ToolCall]:
-        """Blocking `apending_approvals`."""
-        return self._sync.run(self.apending_approvals(thread_id))
 
     async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
         """Return the thread's journal, oldest first; the last `limit` records if given.
@@ -545,10 +456,6 @@ class AgentRuntime:
         """
         records = await self.checkpointer.read(thread_id)
         return records[-limit:] if limit else records
-
-    def history(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
-        """Blocking `ahistory`."""
-        return self._sync.run(self.ahistory(thread_id, limit))
 
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description of the agent's configuration."""
@@ -571,18 +478,10 @@ class AgentRuntime:
             "output_schema": self.output.schema if self.output else None,
         }
 
-    def close(self) -> None:
-        """Stop the thread behind the blocking methods.
-
-        The model and checkpointer were passed in, so they stay open: close
-        them where they were made (`AgentBuilder.close` closes the ones it made).
-        """
-        self._sync.close()
-
     # -- the loop ----------------------------------------------------------------
 
     async def _begin(self, prompt: Prompt, thread_id: str | None) -> ThreadWriter:
-        messages = _messages(prompt)
+        messages = prompt_messages(prompt)
         if self.guardrail is not None:
             # Checked before anything is journaled: a blocked input stores nothing.
             checked = self.guardrail.check_input(messages)
@@ -625,21 +524,4 @@ class AgentRuntime:
         raise AssertionError("the loop ended without an outcome")  # pragma: no cover
 
     def _bounds(self, max_iterations: int | None, limits: UsageLimits | None) -> RunBounds:
-        if max_iterations is not None and max_iterations < 1:
-            raise ConfigurationError("max_iterations must be at least 1.")
-        return RunBounds(max_iterations or self.max_iterations, limits or self.limits)
-
-
-def _messages(prompt: Prompt) -> tuple[Message, ...]:
-    if isinstance(prompt, str):
-        return (Message.user(prompt),)
-    if isinstance(prompt, Message):
-        return (prompt,)
-    items = list(prompt) if isinstance(prompt, Sequence) else []
-    messages = tuple(m for m in items if isinstance(m, Message))
-    if not messages or len(messages) != len(items):
-        raise ConfigurationError(
-            "A prompt is a string, a Message, or a non-empty sequence of Messages.",
-            context={"type": type(prompt).__name__},
-        )
-    return messages
+        return RunBounds.of(max_iterations, limits, self.max_iterations, self.limits)

@@ -10,7 +10,7 @@ same journal through `JournalSaver`.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, Unpack
 
@@ -23,9 +23,9 @@ from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
 from tidemill.agents._decisions import decision_events, decisions_from_flags
+from tidemill.agents._facade import AgentFacade, Prompt, prompt_messages
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._loop import RunBounds
-from tidemill.agents._runtime import Prompt, _messages
 from tidemill.agents._tool_runner import ToolRunner
 from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
 from tidemill.agents.graph._nodes import AgentNodes, agent_graph
@@ -82,7 +82,7 @@ _FORWARDED = (TextDelta, ReasoningDelta, ToolCallDelta, ResponseDone, ToolCallSt
 """Where a values chunk of LangGraph's stream carries a pause."""
 
 
-class GraphRuntime:
+class GraphRuntime(AgentFacade):
     """A tool-calling agent run by LangGraph, with Tidemill's journal and outcomes.
 
     It takes the same model, tools, approvals and limits as `AgentRuntime`,
@@ -248,26 +248,6 @@ class GraphRuntime:
         log, graph_input = await self._begin(prompt, thread_id)
         return await self._complete(log, graph_input, bounds, settings)
 
-    def run(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Blocking `arun`."""
-        return self._sync.run(
-            self.arun(
-                prompt,
-                thread_id=thread_id,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
     async def astream(
         self,
         prompt: Prompt,
@@ -289,34 +269,6 @@ class GraphRuntime:
         async with aclosing(self._drive(log, graph_input, bounds, settings, True)) as events:
             async for event in events:
                 yield event
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> Iterator[StreamEvent]:
-        """Blocking `astream`."""
-        return self._sync.iterate(
-            self.astream(
-                prompt,
-                thread_id=thread_id,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
-    async def astream_text(
-        self, prompt: Prompt, *, thread_id: str | None = None, **settings: Unpack[ModelSettings]
-    ) -> AsyncIterator[str]:
-        """Yield only the assistant's text, as it is written."""
-        async for event in self.astream(prompt, thread_id=thread_id, **settings):
-            if isinstance(event, TextDelta):
-                yield event.delta
 
     # -- approvals and recovery ---------------------------------------------------------
 
@@ -385,34 +337,6 @@ class GraphRuntime:
         graph_input: GraphInput = Command(resume=answer) if chosen else None
         return await self._complete(log, graph_input, bounds, settings)
 
-    def resume(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Decision] | None = None,
-        *,
-        approved: bool | None = None,
-        feedback: str = "",
-        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
-        retry_in_flight: bool = False,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Blocking `aresume`."""
-        return self._sync.run(
-            self.aresume(
-                thread_id,
-                decisions,
-                approved=approved,
-                feedback=feedback,
-                edited_arguments=edited_arguments,
-                retry_in_flight=retry_in_flight,
-                max_iterations=max_iterations,
-                limits=limits,
-                **settings,
-            )
-        )
-
     async def _decide(
         self,
         thread_id: str,
@@ -456,17 +380,9 @@ class GraphRuntime:
         state = (await self.saver.open(thread_id)).state
         return state if state.seq else None
 
-    def state(self, thread_id: str) -> ThreadState | None:
-        """Blocking `astate`."""
-        return self._sync.run(self.astate(thread_id))
-
     async def apending_approvals(self, thread_id: str) -> list[ToolCall]:
         """Return the calls waiting for a decision on the thread, or `[]`."""
         return list((await self.saver.open(thread_id)).state.pending.values())
-
-    def pending_approvals(self, thread_id: str) -> list[ToolCall]:
-        """Blocking `apending_approvals`."""
-        return self._sync.run(self.apending_approvals(thread_id))
 
     async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
         """Return the thread's journal, oldest first; the last `limit` records if given.
@@ -476,10 +392,6 @@ class GraphRuntime:
         """
         records = await self.checkpointer.read(thread_id)
         return records[-limit:] if limit else records
-
-    def history(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
-        """Blocking `ahistory`."""
-        return self._sync.run(self.ahistory(thread_id, limit))
 
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description of the agent's configuration."""
@@ -499,14 +411,10 @@ class GraphRuntime:
             "nodes": list[JsonValue](sorted(self._graph.nodes)),
         }
 
-    def close(self) -> None:
-        """Stop the thread behind the blocking methods; the model and checkpointer stay open."""
-        self._sync.close()
-
     # -- the run ----------------------------------------------------------------------
 
     async def _begin(self, prompt: Prompt, thread_id: str | None) -> tuple[ThreadLog, GraphState]:
-        messages = _messages(prompt)
+        messages = prompt_messages(prompt)
         log = await self.saver.open(thread_id or "thread_" + secrets.token_hex(12))
         state = log.state
         if state.status == "paused":
@@ -633,9 +541,7 @@ class GraphRuntime:
         return list(values.get("messages", [])) if isinstance(values, dict) else []
 
     def _bounds(self, max_iterations: int | None, limits: UsageLimits | None) -> RunBounds:
-        if max_iterations is not None and max_iterations < 1:
-            raise ConfigurationError("max_iterations must be at least 1.")
-        return RunBounds(max_iterations or self.max_iterations, limits or self.limits)
+        return RunBounds.of(max_iterations, limits, self.max_iterations, self.limits)
 
 
 def _answer(messages: list[Message]) -> str:
