@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -27,6 +29,8 @@ from tidemill.llm._retry import RetryPolicy
 from tidemill.types import ImageRef, Message, ModelResponse, Reasoning, Role, ToolDefinition
 
 __all__ = ["ANTHROPIC_SOURCE", "API_VERSION", "AnthropicModel", "build_messages_request"]
+
+_log = logging.getLogger("tidemill.llm")
 
 API_VERSION = "2023-06-01"
 """The `anthropic-version` header sent with every request."""
@@ -150,6 +154,22 @@ class AnthropicModel(HttpModel):
         return {**super().describe(), "api": "messages", "thinking_budget": self.thinking_budget}
 
 
+# Claude generations from Opus 4.7 and the 5 family on refuse sampling settings
+# ("temperature is deprecated for this model") even under anthropic-version
+# 2023-06-01; the 2026-10-21 API version refuses them for every model.
+_NO_SAMPLING = re.compile(r"claude-(opus-4-[7-9]|(opus|sonnet|haiku)-([5-9]|[1-9][0-9]))")
+
+
+def rejects_sampling(model: str) -> bool:
+    """Whether a Claude model refuses `temperature` and `top_p`.
+
+    Example:
+        >>> rejects_sampling("claude-sonnet-4-5"), rejects_sampling("claude-sonnet-5-5")
+        (False, True)
+    """
+    return _NO_SAMPLING.search(model) is not None
+
+
 def build_messages_request(
     model: str,
     request: ModelRequest,
@@ -184,10 +204,14 @@ def build_messages_request(
     body["stream"] = stream
     if thinking_budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
-    if "temperature" in settings:
-        body["temperature"] = settings["temperature"]
-    if "top_p" in settings:
-        body["top_p"] = settings["top_p"]
+    sampling = [name for name in ("temperature", "top_p") if name in settings]
+    if sampling and rejects_sampling(model):
+        _log.warning("%s does not take %s; left out of the request.", model, " or ".join(sampling))
+    else:
+        if "temperature" in settings:
+            body["temperature"] = settings["temperature"]
+        if "top_p" in settings:
+            body["top_p"] = settings["top_p"]
     if "stop" in settings:
         body["stop_sequences"] = list(settings["stop"])
     return body
