@@ -30,6 +30,24 @@ Errors from LLM providers (HTTP status, network, broken streams)::
         ├── ContextWindowExceeded  the request is longer than the model accepts
         └── ProviderTimeout        no answer within the timeout
 
+Errors from flows, the store and the engine (`tidemill.flows`, `tidemill.store`,
+`tidemill.engine`)::
+
+    TidemillError
+    ├── ConfigurationError
+    │   └── FlowValidationError    a flow is malformed; `problems` names each step and field
+    ├── FlowInputError             a run's input does not fit the flow's input schema
+    ├── ExpressionError            an expression could not be parsed or evaluated
+    ├── StoreError                 the store could not be opened, migrated or reached
+    │   └── SchemaVersionError     the database schema is older or newer than this code
+    └── EngineError                a run or approval could not be found or changed
+        ├── RunNotFound            no run (or approval) with that id
+        ├── RunStateError          the run's state does not allow it (retry a running run)
+        ├── RunFailed              the run failed; carries the failed step and its error
+        ├── RunTimeout             `wait(timeout=...)` elapsed before the run finished
+        ├── ApprovalDecisionError  the decision came too late, twice, or from the wrong person
+        └── LeaseLost              a worker lost its claim on a job; its late write is refused
+
 Errors from MCP servers (`tidemill.tools.mcp`)::
 
     TidemillError
@@ -52,12 +70,18 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentError",
     "AgentInterrupt",
+    "ApprovalDecisionError",
     "ApprovalError",
     "AuthenticationError",
     "ConfigurationError",
     "ContextWindowExceeded",
+    "EngineError",
+    "ExpressionError",
+    "FlowInputError",
+    "FlowValidationError",
     "GuardrailViolation",
     "JournalConflict",
+    "LeaseLost",
     "LimitExceeded",
     "MCPConnectionError",
     "MCPToolError",
@@ -69,8 +93,14 @@ __all__ = [
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
+    "RunFailed",
+    "RunNotFound",
+    "RunStateError",
+    "RunTimeout",
+    "SchemaVersionError",
     "ScriptExhausted",
     "SerializationError",
+    "StoreError",
     "ThreadBusy",
     "TidemillError",
     "ToolArgumentsError",
@@ -613,3 +643,159 @@ class GuardrailViolation(AgentError):
         self.side = side
         self.violations = tuple(violations)
         self.response = response
+
+
+# Flows, the store and the engine.
+
+
+class FlowProblem(Protocol):
+    """What `FlowValidationError` needs of one problem (`tidemill.flows.Problem`)."""
+
+    @property
+    def step(self) -> str | None: ...
+
+    @property
+    def field(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+class FlowValidationError(ConfigurationError):
+    """A flow is malformed: nothing of it was run or stored.
+
+    Attributes:
+        problems: Every problem found, each naming its step (or None for the
+            flow itself), the field, and what is wrong.
+        source: The file the flow came from, when it came from one.
+
+    Example:
+        >>> from types import SimpleNamespace as P
+        >>> problem = P(step="fetch", field="needs", message="unknown step 'fech'")
+        >>> error = FlowValidationError([problem])
+        >>> print(error.message)
+        The flow is not valid (1 problem):
+          - step 'fetch', needs: unknown step 'fech'
+    """
+
+    def __init__(self, problems: Sequence[FlowProblem], *, source: str | None = None) -> None:
+        lines = [
+            f"  - {'step ' + repr(p.step) + ', ' if p.step else ''}{p.field}: {p.message}"
+            for p in problems
+        ]
+        where = f" ({source})" if source else ""
+        count = f"{len(lines)} problem{'s' if len(lines) != 1 else ''}"
+        super().__init__(
+            f"The flow{where} is not valid ({count}):\n" + "\n".join(lines),
+            hint="Fix the fields named above; `tidemill flow schema` prints the format.",
+            context={
+                "source": source,
+                "problems": [
+                    {"step": p.step, "field": p.field, "message": p.message} for p in problems
+                ],
+            },
+        )
+        self.problems = list(problems)
+        self.source = source
+
+
+class FlowInputError(TidemillError):
+    """A run's input does not fit the flow's `inputs` schema; no run was created.
+
+    Attributes:
+        errors: One line per violation, naming the input field.
+    """
+
+    def __init__(self, errors: Sequence[str], *, flow: str | None = None) -> None:
+        name = f" of flow {flow!r}" if flow else ""
+        super().__init__(
+            f"The input{name} is not valid: " + "; ".join(errors),
+            hint="Pass inputs that match the flow's `inputs` JSON Schema.",
+            context={"flow": flow, "errors": list(errors)},
+        )
+        self.errors = list(errors)
+
+
+class ExpressionError(TidemillError):
+    """An expression could not be parsed, or failed when evaluated.
+
+    Attributes:
+        expression: The expression's text.
+    """
+
+    def __init__(self, expression: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"Expression {expression!r}: {reason}",
+            hint=hint,
+            context={"expression": expression, "reason": reason},
+        )
+        self.expression = expression
+        self.reason = reason
+
+
+class StoreError(TidemillError):
+    """The store could not be opened, migrated or reached."""
+
+
+class SchemaVersionError(StoreError):
+    """The database's schema is not the one this version of Tidemill uses."""
+
+
+class EngineError(TidemillError):
+    """A run, job or approval could not be found or changed."""
+
+
+class RunNotFound(EngineError):
+    """No run (or approval) has that id in this store."""
+
+
+class RunStateError(EngineError):
+    """The run's state does not allow the operation; nothing was changed."""
+
+
+class RunFailed(EngineError):
+    """The run failed.
+
+    Attributes:
+        run_id: The failed run.
+        step: The step that failed, when one did.
+        error: The step's error as stored: `type`, `message` and, for
+            scripts, `traceback`.
+    """
+
+    def __init__(self, run_id: str, step: str | None, error: Mapping[str, Any]) -> None:
+        where = f" at step {step!r}" if step else ""
+        kind = error.get("type", "Error")
+        super().__init__(
+            f"Run {run_id} failed{where}: {kind}: {error.get('message', '')}",
+            hint=f"See its logs with `tidemill runs logs {run_id}`; "
+            f"retry it from the failed step with `tidemill runs retry {run_id}`.",
+            context={"run_id": run_id, "step": step, "error": dict(error)},
+        )
+        self.run_id = run_id
+        self.step = step
+        self.error = dict(error)
+
+
+class RunTimeout(EngineError):
+    """`wait(timeout=...)` elapsed before the run finished; the run goes on."""
+
+
+class ApprovalDecisionError(EngineError):
+    """An approval decision was refused; the approval is unchanged.
+
+    Attributes:
+        reason: ``expired``, ``decided`` (already decided), ``actor`` (not an
+            allowed approver), ``cancelled`` or ``mismatch``.
+    """
+
+    def __init__(self, message: str, *, reason: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint, context={"reason": reason})
+        self.reason = reason
+
+
+class LeaseLost(EngineError):
+    """A worker's claim on a job ended (expired and reclaimed, or the run was cancelled).
+
+    The worker's late write was refused; the job's current holder owns it.
+    """
