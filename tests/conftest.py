@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -73,3 +73,39 @@ async def checkpointer(
         if isinstance(backend, PostgresCheckpointer):
             await backend.drop_schema()
         await backend.aclose()
+
+
+def drop_postgres_schema(url: str, schema: str) -> None:
+    """Drop a test schema and everything in it."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store URL on each backend: a SQLite file, a PostgreSQL schema of its own (dropped)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/tidemill.db"
+        return
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        pytest.skip(f"{POSTGRES_ENV} is not set; PostgreSQL tests need a server (CI sets it)")
+    schema = unique_schema()
+    try:
+        yield f"{url}?schema={schema}"
+    finally:
+        drop_postgres_schema(url, schema)
+
+
+@pytest.fixture
+def drop_schema() -> Callable[[str], None]:
+    """Drop the PostgreSQL schema named in a store URL (`...?schema=name`)."""
+
+    def drop(url: str) -> None:
+        base, _, schema = url.partition("?schema=")
+        if schema:
+            drop_postgres_schema(base, schema)
+
+    return drop

@@ -1,0 +1,183 @@
+"""`Store`: connections and transactions, the one place that knows SQLite from PostgreSQL.
+
+Every store operation is a plain function over a `Tx` that runs in a worker
+thread, inside one database transaction. `Store.transact` retries it when
+the database says to (a deadlock, a lost connection, a busy SQLite file), so
+callers write each transaction once, as if nothing could go wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from tidemill.errors import MissingDependencyError, StoreError
+from tidemill.store._tx import Tx
+from tidemill.store._url import StoreURL
+
+__all__ = ["Store"]
+
+T = TypeVar("T")
+
+_NOTIFY_CHANNEL = "tidemill_jobs"
+
+
+class Store:
+    """A pool of connections to one store, and transactions over them.
+
+    Args:
+        url: Where the store lives.
+        max_connections: PostgreSQL connections (one per thread); SQLite
+            always uses one, as SQLite has one writer.
+        reconnect_for: How long to keep retrying a transaction while the
+            database is unreachable (restarting, say) before giving up.
+    """
+
+    def __init__(self, url: StoreURL, *, max_connections: int = 4, reconnect_for: float = 60.0):
+        self.url = url
+        self.dialect = url.dialect
+        self.reconnect_for = reconnect_for
+        threads = 1 if url.dialect == "sqlite" else max(1, max_connections)
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="tidemill-store")
+        self._local = threading.local()
+        self._connections: list[Any] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    async def transact(self, fn: Callable[[Tx], T]) -> T:
+        """Run `fn` in one transaction on a store thread; retry it on transient errors."""
+        if self._closed:
+            raise StoreError("The store is closed.", hint="Open a new Engine or Store.")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._transact_blocking, fn)
+
+    def _transact_blocking(self, fn: Callable[[Tx], T]) -> T:
+        deadline = time.monotonic() + self.reconnect_for
+        delay = 0.05
+        while True:
+            try:
+                connection = self._connection()
+                if self.dialect == "sqlite":
+                    return _run_sqlite(connection, fn)
+                return _run_postgres(connection, fn, self.url.schema)
+            except Exception as exc:
+                transient = self._transient(exc)
+                if transient is None:
+                    raise
+                if transient == "reconnect":
+                    self._drop_connection()
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"The store at {self.url} is unavailable: {exc}",
+                        hint="Check that the database is running and reachable.",
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _transient(self, exc: Exception) -> str | None:
+        """`"retry"`, `"reconnect"`, or None when `exc` is not the database's passing trouble."""
+        if isinstance(exc, sqlite3.OperationalError):
+            text = str(exc)
+            return "retry" if "locked" in text or "busy" in text else None
+        if self.dialect != "postgres":
+            return None
+        import psycopg
+        from psycopg import errors
+
+        if isinstance(exc, errors.DeadlockDetected | errors.SerializationFailure):
+            return "retry"
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return "reconnect"
+        return None
+
+    def _connection(self) -> Any:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._connect()
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    def _connect(self) -> Any:
+        if self.dialect == "sqlite":
+            assert self.url.path is not None
+            self.url.path.parent.mkdir(parents=True, exist_ok=True)
+            lite = sqlite3.connect(
+                self.url.path, isolation_level=None, timeout=30.0, check_same_thread=False
+            )
+            lite.execute("PRAGMA journal_mode=WAL")
+            lite.execute("PRAGMA synchronous=NORMAL")
+            lite.execute("PRAGMA foreign_keys=ON")
+            return lite
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "psycopg", extra="postgres", feature="A PostgreSQL store"
+            ) from exc
+        connection = psycopg.connect(self.url.dsn, autocommit=True, connect_timeout=10)
+        schema = self.url.schema
+        if schema != "public":
+            connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        connection.execute(f'SET search_path TO "{schema}"')
+        return connection
+
+    def _drop_connection(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is None:
+            return
+        with self._lock:
+            if connection in self._connections:
+                self._connections.remove(connection)
+        with contextlib.suppress(Exception):
+            connection.close()
+
+    async def close(self) -> None:
+        """Close every connection and the store threads."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self._close_blocking)
+
+    def _close_blocking(self) -> None:
+        self._executor.shutdown(wait=True)
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+    def listen_dsn(self) -> str | None:
+        """The connection string for `LISTEN`, or None for SQLite."""
+        return self.url.dsn if self.dialect == "postgres" else None
+
+    @property
+    def channel(self) -> str:
+        """The `NOTIFY` channel that wakes workers when jobs are queued."""
+        return f"{_NOTIFY_CHANNEL}_{self.url.schema}"
+
+
+def _run_sqlite(connection: sqlite3.Connection, fn: Callable[[Tx], T]) -> T:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(Tx(connection.cursor(), "sqlite", None))
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+    return result
+
+
+def _run_postgres(connection: Any, fn: Callable[[Tx], T], schema: str) -> T:
+    with connection.transaction(), connection.cursor() as cursor:
+        tx = Tx(cursor, "postgres", f"{_NOTIFY_CHANNEL}_{schema}")
+        return fn(tx)

@@ -1,0 +1,488 @@
+"""`Tx`: the store's SQL, one method per operation, inside one transaction.
+
+Statements are written once with `?` placeholders; on PostgreSQL they are
+translated to `%s`, and row locks (`FOR UPDATE`, `SKIP LOCKED`) are added.
+SQLite needs no row locks: a write transaction (`BEGIN IMMEDIATE`) holds the
+whole file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Literal
+
+from tidemill.store._rows import ApprovalRow, JobRow, LogRow, RunRow
+
+__all__ = ["Tx", "dumps"]
+
+_RUN = RunRow.COLUMNS
+_JOB = JobRow.COLUMNS
+_APPROVAL = ApprovalRow.COLUMNS
+
+
+def dumps(value: Any) -> str:
+    """JSON text for the store: compact, UTF-8 kept as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@lru_cache(maxsize=512)
+def _postgres(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+class Tx:
+    """The operations of one transaction. Built by `Database.transact`."""
+
+    def __init__(self, cursor: Any, dialect: Literal["sqlite", "postgres"], channel: str | None):
+        self._cursor = cursor
+        self.dialect = dialect
+        self._channel = channel
+        self._lock = " FOR UPDATE" if dialect == "postgres" else ""
+        self._skip_locked = " FOR UPDATE SKIP LOCKED" if dialect == "postgres" else ""
+
+    # --- plumbing -------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement; return the cursor."""
+        if self.dialect == "postgres":
+            sql = _postgres(sql)
+        self._cursor.execute(sql, params)
+        return self._cursor
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of a query."""
+        return list(self.execute(sql, params).fetchall())
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """The first row of a query, or None."""
+        row: tuple[Any, ...] | None = self.execute(sql, params).fetchone()
+        return row
+
+    def notify(self) -> None:
+        """Wake listening workers when this transaction commits (PostgreSQL only)."""
+        if self._channel is not None:
+            self.execute(f"NOTIFY {self._channel}")
+
+    # --- definitions ----------------------------------------------------
+
+    def put_definition(self, digest: str, name: str, body: str, now: float) -> None:
+        """Store a flow definition under its content digest (once)."""
+        self.execute(
+            "INSERT INTO tm_definitions (digest, name, body, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (digest) DO NOTHING",
+            (digest, name, body, now),
+        )
+
+    def definition(self, digest: str) -> str | None:
+        """A stored flow definition's JSON text."""
+        row = self.one("SELECT body FROM tm_definitions WHERE digest = ?", (digest,))
+        return None if row is None else str(row[0])
+
+    # --- runs -----------------------------------------------------------
+
+    def insert_run(self, run: RunRow) -> None:
+        """Add a run."""
+        self.execute(
+            f"INSERT INTO tm_runs ({_RUN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.id,
+                run.root_id,
+                run.parent_id,
+                run.parent_job,
+                run.child_index,
+                run.scope,
+                run.flow_name,
+                run.digest,
+                run.status,
+                run.concurrency_key,
+                run.created_at,
+                run.started_at,
+                run.finished_at,
+                None if run.error is None else dumps(run.error),
+            ),
+        )
+
+    def run(self, run_id: str, *, lock: bool = False) -> RunRow | None:
+        """A run by id; `lock` holds its row until the transaction ends."""
+        suffix = self._lock if lock else ""
+        row = self.one(f"SELECT {_RUN} FROM tm_runs WHERE id = ?{suffix}", (run_id,))
+        return None if row is None else RunRow.of(row)
+
+    def set_run(self, run_id: str, **fields: Any) -> None:
+        """Update a run's columns (`error` is given as a dict)."""
+        if "error" in fields and fields["error"] is not None:
+            fields["error"] = dumps(fields["error"])
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        self.execute(f"UPDATE tm_runs SET {assignments} WHERE id = ?", (*fields.values(), run_id))
+
+    def runs(
+        self, *, status: str | None = None, flow: str | None = None, limit: int = 50
+    ) -> list[RunRow]:
+        """Top-level runs, newest first."""
+        where, params = ["parent_id IS NULL"], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if flow is not None:
+            where.append("flow_name = ?")
+            params.append(flow)
+        rows = self.all(
+            f"SELECT {_RUN} FROM tm_runs WHERE {' AND '.join(where)} "
+            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [RunRow.of(row) for row in rows]
+
+    def children(self, parent_job: int) -> list[RunRow]:
+        """The child runs of a container job, in their declared order."""
+        rows = self.all(
+            f"SELECT {_RUN} FROM tm_runs WHERE parent_job = ? ORDER BY child_index",
+            (parent_job,),
+        )
+        return [RunRow.of(row) for row in rows]
+
+    def tree(self, root_id: str) -> list[RunRow]:
+        """A top-level run and all its descendants, oldest first."""
+        rows = self.all(
+            f"SELECT {_RUN} FROM tm_runs WHERE root_id = ? ORDER BY created_at, id", (root_id,)
+        )
+        return [RunRow.of(row) for row in rows]
+
+    # --- payloads -------------------------------------------------------
+
+    def put_payload(self, run_id: str, key: str, value: Any) -> None:
+        """Store a JSON value for a run (its input, context, result, loop items)."""
+        self.execute(
+            "INSERT INTO tm_payloads (run_id, key, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body",
+            (run_id, key, dumps(value)),
+        )
+
+    def payload(self, run_id: str, key: str, default: Any = None) -> Any:
+        """A run's stored JSON value, or `default`."""
+        row = self.one("SELECT body FROM tm_payloads WHERE run_id = ? AND key = ?", (run_id, key))
+        return default if row is None else json.loads(row[0])
+
+    # --- jobs -----------------------------------------------------------
+
+    def insert_job(
+        self,
+        run_id: str,
+        step_id: str,
+        attempt: int,
+        *,
+        now: float,
+        run_at: float | None = None,
+        status: str = "queued",
+        worker: str | None = None,
+        lease_until: float | None = None,
+    ) -> JobRow:
+        """Add a job; a job added as `running` is claimed by `worker` (epoch 1)."""
+        epoch = 1 if status == "running" else 0
+        started = now if status == "running" else None
+        row = self.one(
+            "INSERT INTO tm_jobs (run_id, step_id, attempt, status, run_at, worker, lease_until, "
+            "epoch, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            f"RETURNING {_JOB}",
+            (
+                run_id,
+                step_id,
+                attempt,
+                status,
+                now if run_at is None else run_at,
+                worker,
+                lease_until,
+                epoch,
+                now,
+                started,
+            ),
+        )
+        assert row is not None
+        return JobRow.of(row)
+
+    def claim(self, worker: str, limit: int, *, now: float, lease_until: float) -> list[JobRow]:
+        """Claim up to `limit` jobs: expired leases first, then queued jobs by due time."""
+        claimed: list[JobRow] = []
+        reclaim = (
+            "UPDATE tm_jobs SET worker = ?, lease_until = ?, epoch = epoch + 1, started_at = ? "
+            "WHERE status = 'running' AND lease_until < ? AND id IN ("
+            "SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < ? "
+            f"ORDER BY lease_until LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
+        )
+        rows = self.all(reclaim, (worker, lease_until, now, now, now, limit))
+        claimed.extend(JobRow.of(row) for row in rows)
+        if len(claimed) < limit:
+            fresh = (
+                "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
+                "epoch = epoch + 1, started_at = ? WHERE status = 'queued' AND id IN ("
+                "SELECT id FROM tm_jobs WHERE status = 'queued' AND run_at <= ? "
+                f"ORDER BY run_at, id LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
+            )
+            rows = self.all(fresh, (worker, lease_until, now, now, limit - len(claimed)))
+            claimed.extend(JobRow.of(row) for row in rows)
+        claimed.sort(key=lambda job: job.id)
+        return claimed
+
+    def renew(self, worker: str, held: Mapping[int, int], lease_until: float) -> set[int]:
+        """Extend the leases of `held` (job id to epoch); return the ids still held."""
+        if not held:
+            return set()
+        ids = list(held)
+        marks = ", ".join("?" for _ in ids)
+        rows = self.all(
+            f"UPDATE tm_jobs SET lease_until = ? WHERE worker = ? AND status = 'running' "
+            f"AND id IN ({marks}) RETURNING id, epoch",
+            (lease_until, worker, *ids),
+        )
+        return {int(job_id) for job_id, epoch in rows if held.get(int(job_id)) == epoch}
+
+    def job(self, job_id: int, *, lock: bool = False) -> JobRow | None:
+        """A job by id."""
+        suffix = self._lock if lock else ""
+        row = self.one(f"SELECT {_JOB} FROM tm_jobs WHERE id = ?{suffix}", (job_id,))
+        return None if row is None else JobRow.of(row)
+
+    def finish_job(
+        self,
+        job_id: int,
+        *,
+        status: str,
+        now: float,
+        epoch: int | None,
+        expect: str = "running",
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Move a job out of `expect`; False when it was not there (or not at `epoch`)."""
+        sql = (
+            "UPDATE tm_jobs SET status = ?, finished_at = ?, error = ?, lease_until = NULL "
+            "WHERE id = ? AND status = ?"
+        )
+        params: list[Any] = [status, now, None if error is None else dumps(error), job_id, expect]
+        if epoch is not None:
+            sql += " AND epoch = ?"
+            params.append(epoch)
+        return bool(self.execute(sql, params).rowcount == 1)
+
+    def park_job(self, job_id: int, epoch: int) -> bool:
+        """Move a running job to `waiting` (for a person or for child runs); fenced by epoch."""
+        cursor = self.execute(
+            "UPDATE tm_jobs SET status = 'waiting', lease_until = NULL "
+            "WHERE id = ? AND status = 'running' AND epoch = ?",
+            (job_id, epoch),
+        )
+        return bool(cursor.rowcount == 1)
+
+    def set_job_status(self, job_id: int, status: str, *, expect: str) -> bool:
+        """Move a job from `expect` to `status`."""
+        cursor = self.execute(
+            "UPDATE tm_jobs SET status = ?, finished_at = NULL, error = NULL "
+            "WHERE id = ? AND status = ?",
+            (status, job_id, expect),
+        )
+        return bool(cursor.rowcount == 1)
+
+    def run_jobs(self, run_id: str) -> list[JobRow]:
+        """Every job of a run, oldest first."""
+        rows = self.all(f"SELECT {_JOB} FROM tm_jobs WHERE run_id = ? ORDER BY id", (run_id,))
+        return [JobRow.of(row) for row in rows]
+
+    def step_states(self, run_id: str) -> dict[str, str]:
+        """Each step's latest job status in a run."""
+        rows = self.all(
+            "SELECT step_id, status FROM tm_jobs WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+        return {step: status for step, status in rows}
+
+    def tree_jobs(self, root_id: str) -> list[JobRow]:
+        """Every job of a run and its child runs, oldest first."""
+        rows = self.all(
+            f"SELECT {_JOB} FROM tm_jobs WHERE run_id IN "
+            "(SELECT id FROM tm_runs WHERE root_id = ?) ORDER BY id",
+            (root_id,),
+        )
+        return [JobRow.of(row) for row in rows]
+
+    def cancel_jobs(self, run_id: str, now: float) -> list[JobRow]:
+        """Cancel a run's unfinished jobs; return them as they were."""
+        rows = self.all(
+            f"SELECT {_JOB} FROM tm_jobs WHERE run_id = ? "
+            f"AND status IN ('queued', 'running', 'waiting'){self._lock}",
+            (run_id,),
+        )
+        jobs = [JobRow.of(row) for row in rows]
+        if jobs:
+            self.execute(
+                "UPDATE tm_jobs SET status = 'cancelled', finished_at = ?, lease_until = NULL "
+                "WHERE run_id = ? AND status IN ('queued', 'running', 'waiting')",
+                (now, run_id),
+            )
+        return jobs
+
+    def counts(self) -> dict[str, int]:
+        """How many jobs are in each status (for `tidemill runs` and tests)."""
+        rows = self.all("SELECT status, COUNT(*) FROM tm_jobs GROUP BY status")
+        return {str(status): int(count) for status, count in rows}
+
+    # --- results --------------------------------------------------------
+
+    def insert_result(
+        self, run_id: str, step_id: str, job_id: int, status: str, value: Any, now: float
+    ) -> None:
+        """Record a step's result; a second record of the same step fails."""
+        self.execute(
+            "INSERT INTO tm_results (run_id, step_id, job_id, status, body, recorded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, step_id, job_id, status, dumps(value), now),
+        )
+
+    def results(self, run_id: str, step_ids: Iterable[str] | None = None) -> dict[str, Any]:
+        """Recorded results of a run's steps (all, or just `step_ids`)."""
+        if step_ids is None:
+            rows = self.all("SELECT step_id, body FROM tm_results WHERE run_id = ?", (run_id,))
+        else:
+            wanted = list(step_ids)
+            if not wanted:
+                return {}
+            marks = ", ".join("?" for _ in wanted)
+            rows = self.all(
+                f"SELECT step_id, body FROM tm_results WHERE run_id = ? AND step_id IN ({marks})",
+                (run_id, *wanted),
+            )
+        return {str(step): json.loads(body) for step, body in rows}
+
+    def result_count(self, run_id: str, step_id: str) -> int:
+        """How many results are recorded for a step (0 or 1; for tests)."""
+        row = self.one(
+            "SELECT COUNT(*) FROM tm_results WHERE run_id = ? AND step_id = ?", (run_id, step_id)
+        )
+        return 0 if row is None else int(row[0])
+
+    def delete_result(self, run_id: str, step_id: str) -> None:
+        """Forget a step's result (a retried container records it again)."""
+        self.execute("DELETE FROM tm_results WHERE run_id = ? AND step_id = ?", (run_id, step_id))
+
+    # --- logs -----------------------------------------------------------
+
+    def append_logs(
+        self, run_id: str, job_id: int, chunks: Iterable[tuple[str, str]], now: float
+    ) -> None:
+        """Store what a step printed, as (stream, text) chunks."""
+        for stream, body in chunks:
+            if body:
+                self.execute(
+                    "INSERT INTO tm_logs (run_id, job_id, stream, body, at) VALUES (?, ?, ?, ?, ?)",
+                    (run_id, job_id, stream, body, now),
+                )
+
+    def logs(self, root_id: str) -> list[LogRow]:
+        """Everything the steps of a run (and its child runs) printed, in order."""
+        rows = self.all(
+            "SELECT run_id, job_id, stream, body, at FROM tm_logs WHERE run_id IN "
+            "(SELECT id FROM tm_runs WHERE root_id = ?) ORDER BY id",
+            (root_id,),
+        )
+        return [LogRow(*row) for row in rows]
+
+    # --- approvals ------------------------------------------------------
+
+    def insert_approval(self, approval: ApprovalRow) -> None:
+        """Add an approval request."""
+        self.execute(
+            f"INSERT INTO tm_approvals ({_APPROVAL}) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                approval.id,
+                approval.run_id,
+                approval.root_id,
+                approval.job_id,
+                approval.step_id,
+                approval.message,
+                dumps(approval.approvers),
+                approval.on_timeout,
+                approval.status,
+                approval.created_at,
+                approval.expires_at,
+                approval.decided_at,
+                approval.decided_by,
+                approval.comment,
+            ),
+        )
+
+    def approval(self, approval_id: str, *, lock: bool = False) -> ApprovalRow | None:
+        """An approval by id."""
+        suffix = self._lock if lock else ""
+        row = self.one(f"SELECT {_APPROVAL} FROM tm_approvals WHERE id = ?{suffix}", (approval_id,))
+        return None if row is None else ApprovalRow.of(row)
+
+    def approvals(
+        self, *, status: str | None = "pending", root_id: str | None = None
+    ) -> list[ApprovalRow]:
+        """Approvals, oldest first, filtered by status and run."""
+        where, params = ["1 = 1"], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if root_id is not None:
+            where.append("root_id = ?")
+            params.append(root_id)
+        rows = self.all(
+            f"SELECT {_APPROVAL} FROM tm_approvals WHERE {' AND '.join(where)} "
+            "ORDER BY created_at, id",
+            params,
+        )
+        return [ApprovalRow.of(row) for row in rows]
+
+    def decide_approval(
+        self, approval_id: str, *, status: str, by: str | None, comment: str | None, now: float
+    ) -> bool:
+        """Close a pending approval; False when it was no longer pending."""
+        cursor = self.execute(
+            "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ? "
+            "WHERE id = ? AND status = 'pending'",
+            (status, by, comment, now, approval_id),
+        )
+        return bool(cursor.rowcount == 1)
+
+    def expired_approvals(self, now: float, limit: int = 20) -> list[ApprovalRow]:
+        """Pending approvals whose time is up."""
+        rows = self.all(
+            f"SELECT {_APPROVAL} FROM tm_approvals WHERE status = 'pending' "
+            f"AND expires_at < ? ORDER BY expires_at LIMIT ?{self._skip_locked}",
+            (now, limit),
+        )
+        return [ApprovalRow.of(row) for row in rows]
+
+    def cancel_approvals(self, run_id: str, now: float) -> None:
+        """Close a run's pending approvals as cancelled."""
+        self.execute(
+            "UPDATE tm_approvals SET status = 'cancelled', decided_at = ? "
+            "WHERE run_id = ? AND status = 'pending'",
+            (now, run_id),
+        )
+
+    # --- concurrency gates ---------------------------------------------
+
+    def lock_gate(self, key: str) -> None:
+        """Serialise the transactions that start or finish runs under one concurrency key."""
+        self.execute("INSERT INTO tm_gates (key) VALUES (?) ON CONFLICT (key) DO NOTHING", (key,))
+        self.execute(f"SELECT key FROM tm_gates WHERE key = ?{self._lock}", (key,))
+
+    def gate_active(self, key: str) -> int:
+        """How many top-level runs under `key` hold a slot."""
+        row = self.one(
+            "SELECT COUNT(*) FROM tm_runs WHERE concurrency_key = ? AND parent_id IS NULL "
+            "AND status IN ('running', 'waiting')",
+            (key,),
+        )
+        return 0 if row is None else int(row[0])
+
+    def gate_next(self, key: str) -> RunRow | None:
+        """The oldest run waiting for a slot under `key`."""
+        row = self.one(
+            f"SELECT {_RUN} FROM tm_runs WHERE concurrency_key = ? AND status = 'queued' "
+            "ORDER BY created_at, id LIMIT 1",
+            (key,),
+        )
+        return None if row is None else RunRow.of(row)

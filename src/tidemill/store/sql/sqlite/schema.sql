@@ -1,0 +1,97 @@
+-- The whole current schema, for a fresh database. Keep it equal to the migrations
+-- applied in order (tests/store/test_migrations.py checks it).
+CREATE TABLE tm_definitions (
+    digest     TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+
+CREATE TABLE tm_runs (
+    id              TEXT PRIMARY KEY,
+    root_id         TEXT NOT NULL,
+    parent_id       TEXT,
+    parent_job      INTEGER,
+    child_index     INTEGER,
+    scope           TEXT NOT NULL,
+    flow_name       TEXT NOT NULL,
+    digest          TEXT NOT NULL REFERENCES tm_definitions (digest),
+    status          TEXT NOT NULL,
+    concurrency_key TEXT,
+    created_at      REAL NOT NULL,
+    started_at      REAL,
+    finished_at     REAL,
+    error           TEXT
+);
+CREATE INDEX tm_runs_root ON tm_runs (root_id);
+CREATE INDEX tm_runs_parent_job ON tm_runs (parent_job);
+CREATE INDEX tm_runs_top ON tm_runs (created_at) WHERE parent_id IS NULL;
+CREATE INDEX tm_runs_gate ON tm_runs (concurrency_key, created_at) WHERE status = 'queued';
+
+CREATE TABLE tm_payloads (
+    run_id TEXT NOT NULL,
+    key    TEXT NOT NULL,
+    body   TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+
+CREATE TABLE tm_jobs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id      TEXT NOT NULL,
+    step_id     TEXT NOT NULL,
+    attempt     INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    run_at      REAL NOT NULL,
+    worker      TEXT,
+    lease_until REAL,
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    created_at  REAL NOT NULL,
+    started_at  REAL,
+    finished_at REAL,
+    error       TEXT,
+    UNIQUE (run_id, step_id, attempt)
+);
+CREATE INDEX tm_jobs_ready ON tm_jobs (run_at, id) WHERE status = 'queued';
+CREATE INDEX tm_jobs_leases ON tm_jobs (lease_until) WHERE status = 'running';
+
+CREATE TABLE tm_results (
+    run_id      TEXT NOT NULL,
+    step_id     TEXT NOT NULL,
+    job_id      INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    recorded_at REAL NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+);
+CREATE TABLE tm_approvals (
+    id         TEXT PRIMARY KEY,
+    run_id     TEXT NOT NULL,
+    root_id    TEXT NOT NULL,
+    job_id     INTEGER NOT NULL,
+    step_id    TEXT NOT NULL,
+    message    TEXT NOT NULL,
+    approvers  TEXT NOT NULL,
+    on_timeout TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    decided_at REAL,
+    decided_by TEXT,
+    comment    TEXT
+);
+CREATE INDEX tm_approvals_root ON tm_approvals (root_id);
+CREATE INDEX tm_approvals_expiry ON tm_approvals (expires_at) WHERE status = 'pending';
+
+CREATE TABLE tm_logs (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id  TEXT NOT NULL,
+    job_id  INTEGER NOT NULL,
+    stream  TEXT NOT NULL,
+    body    TEXT NOT NULL,
+    at      REAL NOT NULL
+);
+CREATE INDEX tm_logs_run ON tm_logs (run_id, id);
+
+CREATE TABLE tm_gates (
+    key TEXT PRIMARY KEY
+);
