@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)  ## Run the main job on the embedded defaults (SQLite, the offline model)
 	$(PY) examples/approval_demo.py
+	@echo
+	$(PY) examples/flow_demo.py
 
 test: $(STAMP)  ## The whole test suite
 	$(PY) -m pytest
@@ -39,6 +41,7 @@ $(BENCH)/.installed: benchmarks/requirements.txt pyproject.toml
 bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own environment
 	$(BENCH)/bin/python benchmarks/agent_loop.py
 	$(BENCH)/bin/python benchmarks/proxy.py
+	$(BENCH)/bin/python benchmarks/engine.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .tidemill

@@ -23,6 +23,9 @@ PUBLIC_MODULES = [
     "tidemill.agents.guardrails",
     "tidemill.agents.tracing",
     "tidemill.agents.checkpoint.conformance",
+    "tidemill.flows",
+    "tidemill.store",
+    "tidemill.engine",
 ]
 
 

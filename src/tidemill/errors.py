@@ -648,7 +648,7 @@ class GuardrailViolation(AgentError):
 # Flows, the store and the engine.
 
 
-class FlowProblem(Protocol):
+class _FlowProblem(Protocol):
     """What `FlowValidationError` needs of one problem (`tidemill.flows.Problem`)."""
 
     @property
@@ -678,7 +678,7 @@ class FlowValidationError(ConfigurationError):
           - step 'fetch', needs: unknown step 'fech'
     """
 
-    def __init__(self, problems: Sequence[FlowProblem], *, source: str | None = None) -> None:
+    def __init__(self, problems: Sequence[_FlowProblem], *, source: str | None = None) -> None:
         lines = [
             f"  - {'step ' + repr(p.step) + ', ' if p.step else ''}{p.field}: {p.message}"
             for p in problems

@@ -202,17 +202,13 @@ class Tx:
         assert row is not None
         return JobRow.of(row)
 
-    def claim(self, worker: str, limit: int, *, now: float, lease_until: float) -> list[JobRow]:
-        """Claim up to `limit` jobs: expired leases first, then queued jobs by due time."""
+    def claim(
+        self, worker: str, limit: int, *, now: float, lease_until: float, reclaim: bool = True
+    ) -> list[JobRow]:
+        """Claim up to `limit` jobs: expired leases first (when `reclaim`), then queued jobs."""
         claimed: list[JobRow] = []
-        reclaim = (
-            "UPDATE tm_jobs SET worker = ?, lease_until = ?, epoch = epoch + 1, started_at = ? "
-            "WHERE status = 'running' AND lease_until < ? AND id IN ("
-            "SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < ? "
-            f"ORDER BY lease_until LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
-        )
-        rows = self.all(reclaim, (worker, lease_until, now, now, now, limit))
-        claimed.extend(JobRow.of(row) for row in rows)
+        if reclaim:
+            claimed.extend(self._reclaim(worker, limit, now=now, lease_until=lease_until))
         if len(claimed) < limit:
             fresh = (
                 "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
@@ -224,6 +220,17 @@ class Tx:
             claimed.extend(JobRow.of(row) for row in rows)
         claimed.sort(key=lambda job: job.id)
         return claimed
+
+    def _reclaim(self, worker: str, limit: int, *, now: float, lease_until: float) -> list[JobRow]:
+        """Take over jobs whose lease ran out; each claim moves the job's epoch on."""
+        reclaim = (
+            "UPDATE tm_jobs SET worker = ?, lease_until = ?, epoch = epoch + 1, started_at = ? "
+            "WHERE status = 'running' AND lease_until < ? AND id IN ("
+            "SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < ? "
+            f"ORDER BY lease_until LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
+        )
+        rows = self.all(reclaim, (worker, lease_until, now, now, now, limit))
+        return [JobRow.of(row) for row in rows]
 
     def renew(self, worker: str, held: Mapping[int, int], lease_until: float) -> set[int]:
         """Extend the leases of `held` (job id to epoch); return the ids still held."""

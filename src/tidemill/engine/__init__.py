@@ -1,0 +1,36 @@
+r"""The engine: flows as durable runs, executed by workers sharing a store.
+
+`Engine` (blocking) and `AsyncEngine` submit runs and act on them; a
+`Worker` claims their jobs under renewed leases and executes them: scripts
+in a pool of pre-started processes, branches and loops as child runs.
+
+Example:
+    >>> import tempfile
+    >>> from tidemill import Engine, Flow
+    >>> flow = Flow.model_validate({"steps": [
+    ...     {"id": "double", "script": "def main(x):\n    return x * 2\n",
+    ...      "inputs": {"x": {"expr": "flow_input.x"}}},
+    ... ]})
+    >>> with Engine(f"sqlite:///{tempfile.mkdtemp()}/t.db") as engine, engine.worker():
+    ...     engine.submit(flow, {"x": 21}).wait(timeout=60)
+    42
+"""
+
+from tidemill.engine._engine import AsyncEngine, RunInfo
+from tidemill.engine._execute import StepInfo, current_step
+from tidemill.engine._facade import Engine, Run
+from tidemill.engine._pool import ScriptCall, ScriptOutcome, ScriptPool
+from tidemill.engine._worker import Worker
+
+__all__ = [
+    "AsyncEngine",
+    "Engine",
+    "Run",
+    "RunInfo",
+    "ScriptCall",
+    "ScriptOutcome",
+    "ScriptPool",
+    "StepInfo",
+    "Worker",
+    "current_step",
+]

@@ -1,0 +1,649 @@
+"""How a run moves on: every state change of runs and jobs, one transaction each.
+
+Each public function here takes a `Tx` and runs inside one store
+transaction, so recording a step's result and scheduling the steps it
+unblocks (or finishing the run, or waking the parent run of a branch or
+loop) happen together or not at all. Writes by a worker name the epoch of
+its claim; a worker whose lease was taken over gets `LeaseLost` and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tidemill.engine._ids import new_id
+from tidemill.engine._scope import Definitions, Scope, child_scope
+from tidemill.errors import (
+    ApprovalDecisionError,
+    LeaseLost,
+    RunNotFound,
+    RunStateError,
+)
+from tidemill.flows import Flow, Step
+from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx
+
+__all__ = [
+    "Outcome",
+    "SpawnPlan",
+    "Take",
+    "Transition",
+    "context_for",
+    "load_definition",
+    "step_reads",
+    "top_run_or_error",
+]
+
+_DONE = ("succeeded", "skipped")
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What executing a step produced.
+
+    Attributes:
+        status: `succeeded`, `skipped` (its `skip_if` held) or `failed`.
+        result: The step's JSON result.
+        error: For a failure: `type`, `message`, and `traceback` for scripts.
+        retryable: False for failures a retry cannot fix (a bad expression).
+        stop: True when the step's `stop_after_if` held.
+        logs: What the step printed, as `(stream, text)` pairs.
+    """
+
+    status: Literal["succeeded", "skipped", "failed"]
+    result: Any = None
+    error: dict[str, Any] | None = None
+    retryable: bool = True
+    stop: bool = False
+    logs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class SpawnPlan:
+    """What a container step starts: child runs, one per body instance.
+
+    Attributes:
+        parts: The body of each child to start now (`case:0`, `branch:1`,
+            `body`, `flow`), in declared order. Empty means the container is
+            done at once with `empty_result` (no case matched, no items).
+        contexts: Each child's context: `flow_input`, and `iter` in loops.
+        items: A loop's items (all of them; only the first `parts` start now).
+        parallelism: How many loop iterations may run at once.
+        empty_result: The result when nothing is started.
+    """
+
+    parts: list[str]
+    contexts: list[dict[str, Any]]
+    items: list[Any] | None = None
+    parallelism: int = 1
+    empty_result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Take:
+    """A worker's offer to run newly scheduled jobs at once (in the same transaction)."""
+
+    worker: str
+    lease_until: float
+    limit: int = 1
+
+
+def load_definition(tx: Tx, defs: Definitions, digest: str) -> Flow:
+    """The flow `digest`, from the cache or the store."""
+    if defs.known(digest):
+        return defs.flow(digest, None)
+    return defs.flow(digest, tx.definition(digest))
+
+
+def context_for(
+    tx: Tx, defs: Definitions, run: RunRow, step: Step, payload: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What the step's expressions see: `flow_input`, `results`, `previous_result`, `iter`.
+
+    Only the results the step's expressions name are read, unless one of
+    them uses `results` as a whole. `payload` is the run's stored context,
+    when the caller has it already.
+    """
+    load_definition(tx, defs, run.digest)
+    scope = defs.scope(run.digest, run.scope)
+    if payload is None:
+        payload = tx.payload(run.id, "context", {})
+    needs = scope.needs[step.id]
+    wanted = step_reads(step)
+    if wanted is not None:
+        wanted = set(wanted) | set(needs)
+    results = _results(tx, run, scope, wanted)
+    if len(needs) == 1:
+        previous = results.get(needs[0])
+    elif needs:
+        previous = {need: results.get(need) for need in needs}
+    else:
+        previous = payload.get("previous_result")
+    context: dict[str, Any] = {
+        "flow_input": payload.get("flow_input", {}),
+        "results": results,
+        "previous_result": previous,
+    }
+    if "iter" in payload:
+        context["iter"] = payload["iter"]
+    return context
+
+
+def step_reads(step: Step) -> set[str] | None:
+    """The result ids a step's expressions name; None when they read `results` whole."""
+    wanted: set[str] = set()
+    for expression in step.expressions():
+        used = expression.results_used
+        if used is None:
+            return None
+        wanted |= used
+    return wanted
+
+
+def _results(tx: Tx, run: RunRow, scope: Scope, wanted: set[str] | None) -> dict[str, Any]:
+    """Results visible from `run`.
+
+    Its own, its ancestors' (from inside branches and loops), and those of
+    steps nested in finished branches (a join may read `results.<inner step>`).
+    """
+    results: dict[str, Any] = {}
+    current: RunRow | None = run
+    inherits = scope.inherits
+    while current is not None:
+        missing = None if wanted is None else wanted - results.keys()
+        if missing is not None and not missing:
+            return results
+        for key, value in tx.results(current.id, missing).items():
+            results.setdefault(key, value)
+        if not inherits or current.parent_id is None:
+            break
+        current = tx.run(current.parent_id)
+        inherits = current is not None and _inherits(current)
+    missing = set() if wanted is None else wanted - results.keys()
+    if missing:
+        results.update(_nested_results(tx, run, missing))
+    return results
+
+
+def _namespace(scope: str) -> list[list[str]]:
+    """The path to the (sub-)flow a scope belongs to: up to its last `flow` part."""
+    path: list[list[str]] = json.loads(scope)
+    cut = max((i + 1 for i, (_step, part) in enumerate(path) if part == "flow"), default=0)
+    return path[:cut]
+
+
+def _nested_results(tx: Tx, run: RunRow, wanted: set[str]) -> dict[str, Any]:
+    """Results of steps inside branches of the same (sub-)flow as `run`."""
+    prefix = _namespace(run.scope)
+    found: dict[str, Any] = {}
+    for other in tx.tree(run.root_id):
+        path = json.loads(other.scope)
+        if path[: len(prefix)] != prefix or any(p == "flow" for _s, p in path[len(prefix) :]):
+            continue
+        if other.id == run.id:
+            continue
+        for key, value in tx.results(other.id, wanted - found.keys()).items():
+            found.setdefault(key, value)
+        if not wanted - found.keys():
+            break
+    return found
+
+
+def _inherits(run: RunRow) -> bool:
+    path = run.scope
+    return path != "[]" and not path.endswith('"flow"]]')
+
+
+@dataclass
+class Transition:
+    """One transaction's worth of run changes.
+
+    Args:
+        tx: The open transaction.
+        defs: The flows this process knows.
+        now: The transaction's clock (seconds since the epoch).
+        take: A worker's offer to start newly scheduled jobs at once.
+    """
+
+    tx: Tx
+    defs: Definitions
+    now: float
+    take: Take | None = None
+    taken: list[JobRow] = field(default_factory=list)
+    _notify: bool = False
+
+    # --- creating runs ---------------------------------------------------
+
+    def create(
+        self,
+        flow: Flow,
+        digest: str,
+        body: str,
+        flow_input: Mapping[str, Any],
+        *,
+        concurrency_key: str | None = None,
+        limit: int | None = None,
+    ) -> RunRow:
+        """Add a top-level run and queue its first steps (or wait for a concurrency slot)."""
+        self.tx.put_definition(digest, flow.name, body, self.now)
+        self.defs.add(digest, flow)
+        run_id = new_id()
+        run = RunRow(
+            run_id, run_id, None, None, None, "[]", flow.name or "flow", digest, "running",
+            concurrency_key, self.now, self.now, None, None,
+        )  # fmt: skip
+        if concurrency_key is not None and limit is not None:
+            self.tx.lock_gate(concurrency_key)
+            if self.tx.gate_active(concurrency_key) >= limit:
+                run.status, run.started_at = "queued", None
+        self.tx.insert_run(run)
+        self.tx.put_payload(run_id, "context", {"flow_input": dict(flow_input)})
+        if run.status == "running":
+            self._schedule(run, {})
+        self.flush()
+        return run
+
+    def _spawn_child(self, parent: RunRow, job: JobRow, index: int, part: str, ctx: Any) -> None:
+        run_id = new_id()
+        child = RunRow(
+            run_id, parent.root_id, parent.id, job.id, index,
+            child_scope(parent.scope, job.step_id, part), parent.flow_name, parent.digest,
+            "running", None, self.now, self.now, None, None,
+        )  # fmt: skip
+        self.tx.insert_run(child)
+        self.tx.put_payload(run_id, "context", ctx)
+        self._schedule(child, {})
+
+    # --- scheduling ------------------------------------------------------
+
+    def _scope(self, run: RunRow) -> Scope:
+        load_definition(self.tx, self.defs, run.digest)
+        return self.defs.scope(run.digest, run.scope)
+
+    def _schedule(self, run: RunRow, states: dict[str, str]) -> None:
+        """Queue the steps whose needs are done (handing some to the worker that offered)."""
+        for step in self._scope(run).ready(states):
+            take = self.take
+            if take is not None and len(self.taken) < take.limit:
+                job = self.tx.insert_job(
+                    run.id, step.id, 1, now=self.now, status="running",
+                    worker=take.worker, lease_until=take.lease_until,
+                )  # fmt: skip
+                self.taken.append(job)
+            else:
+                self.tx.insert_job(run.id, step.id, 1, now=self.now)
+                self._notify = True
+
+    def flush(self) -> None:
+        """Wake workers if this transaction queued jobs."""
+        if self._notify:
+            self.tx.notify()
+            self._notify = False
+
+    # --- a step finished -------------------------------------------------
+
+    def complete(self, job: JobRow, outcome: Outcome) -> list[JobRow]:
+        """Record a claimed job's outcome; move the run on. Raises `LeaseLost` when fenced."""
+        run = self.tx.run(job.run_id, lock=True)
+        if run is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        if outcome.logs:
+            self.tx.append_logs(run.id, job.id, outcome.logs, self.now)
+        if outcome.status == "failed":
+            self._failed(run, job, outcome)
+        else:
+            self._finish(job, "succeeded" if outcome.status == "succeeded" else "skipped")
+            self._recorded(run, job.step_id, job.id, outcome.status, outcome.result, outcome.stop)
+        self.flush()
+        return self.taken
+
+    def _finish(self, job: JobRow, status: str, error: Mapping[str, Any] | None = None) -> None:
+        if not self.tx.finish_job(
+            job.id, status=status, now=self.now, epoch=job.epoch, error=error
+        ):
+            raise LeaseLost(
+                f"Job {job.id} ({job.step_id}) is no longer held at epoch {job.epoch}.",
+                context={"job": job.id, "epoch": job.epoch},
+            )
+
+    def _failed(self, run: RunRow, job: JobRow, outcome: Outcome) -> None:
+        error = outcome.error or {"type": "Error", "message": "the step failed"}
+        self._finish(job, "failed", error)
+        step = self._scope(run).by_id[job.step_id]
+        retry = step.retry
+        if outcome.retryable and retry is not None and job.attempt <= retry.attempts:
+            delay = retry.delay(job.attempt)
+            self.tx.insert_job(
+                run.id, job.step_id, job.attempt + 1, now=self.now, run_at=self.now + delay
+            )
+            self._notify = True
+            return
+        self._fail_run(run, job.step_id, error)
+
+    def _recorded(
+        self, run: RunRow, step_id: str, job_id: int, status: str, value: Any, stop: bool
+    ) -> None:
+        """A step of `run` is done: store its result, then schedule or finish."""
+        self.tx.insert_result(run.id, step_id, job_id, status, value, self.now)
+        if run.status != "running":
+            return  # the run was cancelled or failed meanwhile; keep the result only
+        if stop:
+            self._cancel_rest(run)
+            self._finish_run(run, value)
+            return
+        states = self.tx.step_states(run.id)
+        scope = self._scope(run)
+        if scope.complete(states):
+            self._finish_run(run, self._body_result(run, scope))
+        else:
+            self._schedule(run, states)
+
+    def _body_result(self, run: RunRow, scope: Scope) -> Any:
+        if scope.result is None:
+            return self.tx.results(run.id, [scope.last]).get(scope.last)
+        step_results = self.tx.results(run.id)
+        payload = self.tx.payload(run.id, "context", {})
+        context = {"flow_input": payload.get("flow_input", {}), "results": step_results}
+        return scope.result.evaluate(context)
+
+    def _finish_run(self, run: RunRow, value: Any) -> None:
+        self.tx.put_payload(run.id, "result", value)
+        self.tx.set_run(run.id, status="succeeded", finished_at=self.now)
+        run.status = "succeeded"
+        if run.parent_job is not None:
+            self._child_done(run)
+        else:
+            self._release_gate(run)
+
+    # --- containers ------------------------------------------------------
+
+    def spawn(self, job: JobRow, plan: SpawnPlan) -> list[JobRow]:
+        """Park a container job and start its children; done at once when there are none."""
+        run = self.tx.run(job.run_id, lock=True)
+        if run is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        if not self.tx.park_job(job.id, job.epoch):
+            raise LeaseLost(f"Job {job.id} ({job.step_id}) is no longer held.")
+        if not plan.parts:
+            self._container_done(run, job, plan.empty_result)
+        else:
+            if plan.items is not None:
+                self.tx.put_payload(run.id, f"items:{job.id}", plan.items)
+            first = plan.parts if plan.items is None else plan.parts[: plan.parallelism]
+            for index, part in enumerate(first):
+                self._spawn_child(run, job, index, part, plan.contexts[index])
+            if plan.items is not None:
+                self.tx.put_payload(run.id, f"loop:{job.id}", {"parallelism": plan.parallelism})
+        self.flush()
+        return self.taken
+
+    def _child_done(self, child: RunRow) -> None:
+        assert child.parent_id is not None
+        assert child.parent_job is not None
+        parent = self.tx.run(child.parent_id, lock=True)
+        job = self.tx.job(child.parent_job)
+        if parent is None or job is None or job.status != "waiting":
+            return
+        children = self.tx.children(job.id)
+        step = self._scope(parent).by_id[job.step_id]
+        if step.for_each is not None:
+            items = self.tx.payload(parent.id, f"items:{job.id}", [])
+            if len(children) < len(items):
+                index = len(children)
+                ctx = self.tx.payload(child.id, "context", {})
+                ctx = {**ctx, "iter": {"value": items[index], "index": index}}
+                self._spawn_child(parent, job, index, "body", ctx)
+                return
+        if any(c.status != "succeeded" for c in children):
+            return
+        values = [self.tx.payload(c.id, "result") for c in children]
+        if step.for_each is not None or step.parallel is not None:
+            self._container_done(parent, job, values)
+        else:
+            self._container_done(parent, job, values[0])
+
+    def _container_done(self, run: RunRow, job: JobRow, value: Any) -> None:
+        self.tx.finish_job(job.id, status="succeeded", now=self.now, epoch=None, expect="waiting")
+        self._recorded(run, job.step_id, job.id, "succeeded", value, False)
+
+    # --- failure, cancellation -------------------------------------------
+
+    def _fail_run(self, run: RunRow, step_id: str, error: Mapping[str, Any]) -> None:
+        where = step_id if run.parent_id is None else f"{_label(run)}/{step_id}"
+        error = {**error, "step": error.get("step", where)}
+        self._cancel_rest(run)
+        self.tx.set_run(run.id, status="failed", finished_at=self.now, error=error)
+        run.status = "failed"
+        if run.parent_job is not None and run.parent_id is not None:
+            parent = self.tx.run(run.parent_id, lock=True)
+            job = self.tx.job(run.parent_job)
+            if parent is None or job is None or job.status != "waiting":
+                return
+            self.tx.finish_job(
+                job.id, status="failed", now=self.now, epoch=None, expect="waiting", error=error
+            )
+            if parent.status == "running":
+                self._fail_run(parent, job.step_id, error)
+        else:
+            self._release_gate(run)
+
+    def _cancel_rest(self, run: RunRow) -> None:
+        """Cancel a run's unfinished jobs, their child runs and approvals."""
+        for job in self.tx.cancel_jobs(run.id, self.now):
+            if job.status == "waiting":
+                for child in self.tx.children(job.id):
+                    if child.status not in FINISHED_RUN:
+                        self._cancel_run(child)
+        self.tx.cancel_approvals(run.id, self.now)
+
+    def _cancel_run(self, run: RunRow) -> None:
+        self._cancel_rest(run)
+        self.tx.set_run(run.id, status="cancelled", finished_at=self.now)
+        run.status = "cancelled"
+
+    def cancel(self, run_id: str) -> RunRow:
+        """Cancel a top-level run and everything under it."""
+        run = self._top(run_id)
+        if run.status in FINISHED_RUN:
+            raise RunStateError(
+                f"Run {run_id} already {run.status}; there is nothing to cancel.",
+                context={"run_id": run_id, "status": run.status},
+            )
+        self._cancel_run(run)
+        self._release_gate(run)
+        self.flush()
+        return run
+
+    def _top(self, run_id: str) -> RunRow:
+        run = self.tx.run(run_id, lock=True)
+        if run is None:
+            raise RunNotFound(
+                f"No run {run_id} in this store.", hint="List runs with `tidemill runs list`."
+            )
+        if run.parent_id is not None:
+            raise RunStateError(
+                f"Run {run_id} is part of run {run.root_id}; act on that run instead.",
+                context={"run_id": run_id, "root_id": run.root_id},
+            )
+        return run
+
+    # --- retry -----------------------------------------------------------
+
+    def retry(self, run_id: str) -> RunRow:
+        """Restart a failed top-level run from its failed steps; finished steps are kept."""
+        run = self._top(run_id)
+        if run.status != "failed":
+            raise RunStateError(
+                f"Run {run_id} is {run.status}; only a failed run can be retried.",
+                context={"run_id": run_id, "status": run.status},
+            )
+        self._retry_run(run)
+        self.flush()
+        return run
+
+    def _retry_run(self, run: RunRow) -> None:
+        latest: dict[str, JobRow] = {}
+        for job in self.tx.run_jobs(run.id):
+            latest[job.step_id] = job
+        for job in latest.values():
+            if job.status not in ("failed", "cancelled"):
+                continue
+            children = self.tx.children(job.id)
+            if children and any(c.status in ("failed", "cancelled") for c in children):
+                for child in children:
+                    if child.status in ("failed", "cancelled"):
+                        self._retry_run(child)
+                self.tx.set_job_status(job.id, "waiting", expect=job.status)
+            else:
+                self.tx.insert_job(run.id, job.step_id, job.attempt + 1, now=self.now)
+                self._notify = True
+        self.tx.set_run(run.id, status="running", finished_at=None, error=None)
+        run.status = "running"
+        states = self.tx.step_states(run.id)
+        self._schedule(run, states)
+
+    # --- approvals -------------------------------------------------------
+
+    def park_for_approval(
+        self,
+        job: JobRow,
+        *,
+        message: str,
+        approvers: list[str],
+        timeout: float | None,
+        on_timeout: str,
+    ) -> ApprovalRow:
+        """Park an approval step's job until a person decides (or the timeout passes)."""
+        run = self.tx.run(job.run_id, lock=True)
+        if run is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        if not self.tx.park_job(job.id, job.epoch):
+            raise LeaseLost(f"Job {job.id} ({job.step_id}) is no longer held.")
+        approval = ApprovalRow(
+            new_id(), run.id, run.root_id, job.id, job.step_id, message, approvers, on_timeout,
+            "pending", self.now, None if timeout is None else self.now + timeout, None, None, None,
+        )  # fmt: skip
+        self.tx.insert_approval(approval)
+        return approval
+
+    def decide(
+        self, approval_id: str, *, approve: bool, actor: str | None, comment: str | None
+    ) -> ApprovalRow:
+        """Record a person's decision and move the run on.
+
+        Raises:
+            RunNotFound: No such approval.
+            ApprovalDecisionError: Already decided, expired, cancelled, or
+                `actor` is not one of its approvers.
+        """
+        approval = self.tx.approval(approval_id, lock=True)
+        if approval is None:
+            raise RunNotFound(
+                f"No approval {approval_id} in this store.",
+                hint="List pending approvals with `tidemill approvals list`.",
+            )
+        if approval.status != "pending":
+            reason = "cancelled" if approval.status == "cancelled" else "decided"
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} is already {approval.status}"
+                + (f" by {approval.decided_by}." if approval.decided_by else "."),
+                reason=reason,
+            )
+        if approval.expires_at is not None and approval.expires_at <= self.now:
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} expired; it is resolved by its on_timeout "
+                f"({approval.on_timeout}).",
+                reason="expired",
+            )
+        if approval.approvers and actor not in approval.approvers:
+            raise ApprovalDecisionError(
+                f"{actor or 'An anonymous actor'} may not decide approval {approval_id}; "
+                f"its approvers are {', '.join(approval.approvers)}.",
+                reason="actor",
+                hint="Decide as one of the approvers (--as NAME).",
+            )
+        status = "approved" if approve else "rejected"
+        self._resolve(approval, status, actor, comment)
+        approval.status, approval.decided_by, approval.comment = status, actor, comment
+        return approval
+
+    def expire_approvals(self, limit: int = 20) -> int:
+        """Resolve pending approvals whose timeout passed, by their `on_timeout`."""
+        expired = self.tx.expired_approvals(self.now, limit)
+        for approval in expired:
+            status = "approved" if approval.on_timeout == "approve" else "expired"
+            self._resolve(approval, status, None, "timed out")
+        return len(expired)
+
+    def _resolve(
+        self, approval: ApprovalRow, status: str, actor: str | None, comment: str | None
+    ) -> None:
+        run = self.tx.run(approval.run_id, lock=True)
+        if not self.tx.decide_approval(
+            approval.id, status=status, by=actor, comment=comment, now=self.now
+        ):
+            raise ApprovalDecisionError(
+                f"Approval {approval.id} was decided meanwhile.", reason="decided"
+            )
+        job = self.tx.job(approval.job_id)
+        if run is None or job is None or job.status != "waiting":
+            return
+        if status == "approved":
+            value = {"approved": True, "by": actor, "comment": comment}
+            self.tx.finish_job(
+                job.id, status="succeeded", now=self.now, epoch=None, expect="waiting"
+            )
+            self._recorded(run, job.step_id, job.id, "succeeded", value, False)
+        else:
+            kind = "ApprovalRejected" if status == "rejected" else "ApprovalExpired"
+            who = f" by {actor}" if actor else ""
+            error = {
+                "type": kind,
+                "message": f"{status}{who}" + (f": {comment}" if comment else ""),
+            }
+            self.tx.finish_job(
+                job.id, status="failed", now=self.now, epoch=None, expect="waiting", error=error
+            )
+            self._fail_run(run, job.step_id, error)
+        self.flush()
+
+    # --- concurrency -----------------------------------------------------
+
+    def _release_gate(self, run: RunRow) -> None:
+        key = run.concurrency_key
+        if key is None:
+            return
+        self.tx.lock_gate(key)
+        limit = self._gate_limit(run)
+        while limit is not None and self.tx.gate_active(key) < limit:
+            waiting = self.tx.gate_next(key)
+            if waiting is None:
+                return
+            self.tx.set_run(waiting.id, status="running", started_at=self.now)
+            waiting.status = "running"
+            self._schedule(waiting, {})
+
+    def _gate_limit(self, run: RunRow) -> int | None:
+        flow = load_definition(self.tx, self.defs, run.digest)
+        return None if flow.concurrency is None else flow.concurrency.limit
+
+
+def _label(run: RunRow) -> str:
+    """Where a child run sits, for messages: `each[2]`, `checks[1]`, `sub`."""
+    path = json.loads(run.scope)
+    parts = [step for step, _part in path]
+    label = "/".join(parts)
+    return f"{label}[{run.child_index}]" if run.child_index is not None else label
+
+
+def top_run_or_error(tx: Tx, run_id: str) -> RunRow:
+    """A run by id, or `RunNotFound` with a hint."""
+    run = tx.run(run_id)
+    if run is None:
+        raise RunNotFound(
+            f"No run {run_id} in this store.", hint="List runs with `tidemill runs list`."
+        )
+    return run

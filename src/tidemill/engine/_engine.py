@@ -1,0 +1,316 @@
+"""`AsyncEngine`: submit flows as durable runs, watch them, decide their approvals.
+
+An engine by itself runs nothing: `submit` only enqueues. Workers execute,
+in other processes (`tidemill worker`) or in this one (`engine.worker()`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tidemill.engine._advance import Transition
+from tidemill.engine._scope import Definitions
+from tidemill.engine._worker import Worker
+from tidemill.errors import RunFailed, RunNotFound, RunStateError, RunTimeout
+from tidemill.flows import Flow, compile_expression
+from tidemill.store import (
+    DEFAULT_URL,
+    ApprovalRow,
+    JobRow,
+    LogRow,
+    RunRow,
+    Store,
+    StoreURL,
+    Tx,
+    check,
+    upgrade,
+)
+
+__all__ = ["AsyncEngine", "RunInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A run as it stands when read.
+
+    Attributes:
+        id: The run's id.
+        flow: The flow's name.
+        status: `queued` (waiting for a concurrency slot), `running`,
+            `waiting` (only approvals left to decide), `succeeded`, `failed`
+            or `cancelled`.
+        result: The flow's result once it succeeded.
+        error: For a failed run: the failed `step`, the error's `type` and
+            `message` (and `traceback` for scripts).
+        created_at: When it was submitted (seconds since the epoch).
+        finished_at: When it ended, if it has.
+    """
+
+    id: str
+    flow: str
+    status: str
+    result: Any
+    error: dict[str, Any] | None
+    created_at: float
+    finished_at: float | None
+
+    @property
+    def done(self) -> bool:
+        """True once the run succeeded, failed or was cancelled."""
+        return self.status in ("succeeded", "failed", "cancelled")
+
+
+def _info(tx: Tx, run: RunRow) -> RunInfo:
+    status = run.status
+    if status == "running":
+        jobs = tx.tree_jobs(run.id)
+        busy = any(job.status in ("queued", "running") for job in jobs)
+        if not busy and tx.approvals(root_id=run.id):
+            status = "waiting"
+    result = tx.payload(run.id, "result") if status == "succeeded" else None
+    return RunInfo(
+        run.id, run.flow_name, status, result, run.error, run.created_at, run.finished_at
+    )
+
+
+def _load(flow: Flow | str | Path) -> Flow:
+    return flow if isinstance(flow, Flow) else Flow.load(flow)
+
+
+class AsyncEngine:
+    """Durable runs of flows in a store.
+
+    Args:
+        url: `sqlite:///path.db` (the default is `sqlite:///.tidemill/tidemill.db`)
+            or `postgresql://...` (add `?schema=name` to use a schema of its own).
+        migrate: Bring the schema up to date on first use. The default does
+            so for SQLite; PostgreSQL stores are upgraded with
+            `tidemill db upgrade` (or `migrate=True`).
+        max_connections: PostgreSQL connections this engine may open.
+    """
+
+    def __init__(
+        self, url: str | None = None, *, migrate: bool | None = None, max_connections: int = 4
+    ) -> None:
+        self.url = StoreURL.parse(url or DEFAULT_URL)
+        self.store = Store(self.url, max_connections=max_connections)
+        self.defs = Definitions()
+        self._migrate = self.url.dialect == "sqlite" if migrate is None else migrate
+        self._ready = False
+        self._workers: list[Worker] = []
+
+    async def _open(self) -> Store:
+        if not self._ready:
+            if self._migrate:
+                await upgrade(self.store)
+            else:
+                await check(self.store)
+            self._ready = True
+        return self.store
+
+    async def _transact(self, fn: Callable[[Tx], Any]) -> Any:
+        store = await self._open()
+        return await store.transact(fn)
+
+    async def submit(self, flow: Flow | str | Path, inputs: Mapping[str, Any] | None = None) -> str:
+        """Validate the input and enqueue a run; return its id.
+
+        Raises:
+            FlowValidationError: The flow file is malformed.
+            FlowInputError: `inputs` does not fit the flow's input schema.
+        """
+        (run_id,) = await self.submit_many(flow, [inputs or {}])
+        return run_id
+
+    async def submit_many(
+        self, flow: Flow | str | Path, inputs: Sequence[Mapping[str, Any]]
+    ) -> list[str]:
+        """Enqueue one run per input, in one transaction; return their ids in order.
+
+        Every input is validated first: one bad input enqueues nothing.
+        """
+        flow = _load(flow)
+        checked = [flow.validate_input(each) for each in inputs]
+        digest, body = flow.digest(), flow.model_dump_json()
+        limit = None if flow.concurrency is None else flow.concurrency.limit
+        keys = [self._concurrency_key(flow, digest, each) for each in checked]
+        now = time.time()
+
+        def create(tx: Tx) -> list[str]:
+            change = Transition(tx, self.defs, now)
+            return [
+                change.create(flow, digest, body, each, concurrency_key=key, limit=limit).id
+                for each, key in zip(checked, keys, strict=True)
+            ]
+
+        run_ids: list[str] = await self._transact(create)
+        for worker in self._workers:
+            worker.wake()
+        return run_ids
+
+    @staticmethod
+    def _concurrency_key(flow: Flow, digest: str, flow_input: Mapping[str, Any]) -> str | None:
+        if flow.concurrency is None:
+            return None
+        key = f"flow:{flow.name or digest}"
+        if flow.concurrency.key:
+            value = compile_expression(flow.concurrency.key).evaluate({"flow_input": flow_input})
+            key = f"{key}:{value}"
+        return key
+
+    async def get(self, run_id: str) -> RunInfo:
+        """The run as it stands now."""
+
+        def read(tx: Tx) -> RunInfo:
+            run = tx.run(run_id)
+            if run is None:
+                raise RunNotFound(
+                    f"No run {run_id} in this store.",
+                    hint="List runs with `tidemill runs list`.",
+                )
+            return _info(tx, run)
+
+        info: RunInfo = await self._transact(read)
+        return info
+
+    async def wait(self, run_id: str, timeout: float | None = None) -> Any:  # noqa: ASYNC109
+        """Wait for the run to end; return its result.
+
+        Raises:
+            RunFailed: The run failed (carries the step and its error).
+            RunStateError: The run was cancelled.
+            RunTimeout: `timeout` seconds passed first; the run goes on.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            info = await self.get(run_id)
+            if info.done:
+                return _outcome(info)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RunTimeout(
+                    f"Run {run_id} is still {info.status} after {timeout} s.",
+                    hint="Wait again, or watch it with `tidemill runs show`.",
+                    context={"run_id": run_id, "status": info.status},
+                )
+            pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
+            await asyncio.sleep(pause)
+            delay = min(delay * 1.5, 0.25)
+
+    async def cancel(self, run_id: str) -> RunInfo:
+        """Cancel a run: queued steps never start, running ones are stopped."""
+        now = time.time()
+        await self._transact(lambda tx: Transition(tx, self.defs, now).cancel(run_id))
+        return await self.get(run_id)
+
+    async def retry(self, run_id: str) -> RunInfo:
+        """Run a failed run again from its failed steps (finished steps are kept)."""
+        now = time.time()
+        await self._transact(lambda tx: Transition(tx, self.defs, now).retry(run_id))
+        for worker in self._workers:
+            worker.wake()
+        return await self.get(run_id)
+
+    async def runs(
+        self, *, status: str | None = None, flow: str | None = None, limit: int = 50
+    ) -> list[RunInfo]:
+        """Top-level runs, newest first."""
+        stored = "running" if status == "waiting" else status
+
+        def read(tx: Tx) -> list[RunInfo]:
+            return [_info(tx, run) for run in tx.runs(status=stored, flow=flow, limit=limit)]
+
+        infos: list[RunInfo] = await self._transact(read)
+        return [i for i in infos if status is None or i.status == status]
+
+    async def jobs(self, run_id: str) -> list[JobRow]:
+        """Every job (step attempt) of a run and of its branches and loops, oldest first."""
+        run = await self.get(run_id)
+        jobs: list[JobRow] = await self._transact(lambda tx: tx.tree_jobs(run.id))
+        return jobs
+
+    async def logs(self, run_id: str) -> list[LogRow]:
+        """What the run's steps printed."""
+        run = await self.get(run_id)
+        logs: list[LogRow] = await self._transact(lambda tx: tx.logs(run.id))
+        return logs
+
+    async def approvals(
+        self, run_id: str | None = None, *, status: str | None = "pending"
+    ) -> list[ApprovalRow]:
+        """Approval requests (pending ones by default), oldest first."""
+        rows: list[ApprovalRow] = await self._transact(
+            lambda tx: tx.approvals(status=status, root_id=run_id)
+        )
+        return rows
+
+    async def approve(
+        self, approval_id: str, *, actor: str | None = None, comment: str | None = None
+    ) -> ApprovalRow:
+        """Approve: the approval step succeeds and the run goes on."""
+        return await self._decide(approval_id, True, actor, comment)
+
+    async def reject(
+        self, approval_id: str, *, actor: str | None = None, comment: str | None = None
+    ) -> ApprovalRow:
+        """Reject: the approval step fails, and with it the run."""
+        return await self._decide(approval_id, False, actor, comment)
+
+    async def _decide(
+        self, approval_id: str, approve: bool, actor: str | None, comment: str | None
+    ) -> ApprovalRow:
+        now = time.time()
+        row: ApprovalRow = await self._transact(
+            lambda tx: Transition(tx, self.defs, now).decide(
+                approval_id, approve=approve, actor=actor, comment=comment
+            )
+        )
+        for worker in self._workers:
+            worker.wake()
+        return row
+
+    @contextlib.asynccontextmanager
+    async def worker(self, concurrency: int = 4, **options: Any) -> AsyncIterator[Worker]:
+        """Run a worker in this process for the duration of the block.
+
+        Options are `Worker`'s (`lease`, `poll`, `pool_size`, `on_event`).
+        """
+        store = await self._open()
+        worker = Worker(store, concurrency=concurrency, defs=self.defs, **options)
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.run(stop))
+        self._workers.append(worker)
+        try:
+            yield worker
+        finally:
+            self._workers.remove(worker)
+            stop.set()
+            await task
+
+    async def close(self) -> None:
+        """Close the store's connections."""
+        await self.store.close()
+
+    async def __aenter__(self) -> AsyncEngine:
+        await self._open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _outcome(info: RunInfo) -> Any:
+    if info.status == "succeeded":
+        return info.result
+    if info.status == "failed":
+        error = info.error or {}
+        raise RunFailed(info.id, error.get("step"), error)
+    raise RunStateError(
+        f"Run {info.id} was cancelled.", context={"run_id": info.id, "status": info.status}
+    )

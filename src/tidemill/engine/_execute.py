@@ -1,0 +1,247 @@
+"""Executing one claimed step: what each step kind does with its inputs.
+
+A leaf step (a script, an identity) runs here and returns an `Outcome`. A
+container step (branch, parallel, for_each, flow) returns a `SpawnPlan`: the
+child runs to start. An approval step returns an `ApprovalPlan`. Failures
+in expressions or inputs become failed outcomes, never worker errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tidemill.engine._advance import Outcome, SpawnPlan
+from tidemill.engine._pool import ScriptCall, ScriptPool
+from tidemill.errors import ExpressionError, FlowInputError
+from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
+from tidemill.store import JobRow, RunRow
+
+__all__ = ["ApprovalPlan", "StepInfo", "current_step", "execute", "stop_requested"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """The step being executed, as a script or a function sees it.
+
+    Attributes:
+        run_id: The run the step belongs to.
+        step_id: The step's id.
+        attempt: 1 for the first try, 2 for the first retry, ...
+        idempotency_key: Stable for the step across retries and worker
+            crashes: use it to make side effects exactly-once.
+    """
+
+    run_id: str
+    step_id: str
+    attempt: int
+    idempotency_key: str
+
+
+_CURRENT: contextvars.ContextVar[StepInfo | None] = contextvars.ContextVar(
+    "tidemill_step", default=None
+)
+
+
+def current_step() -> StepInfo | None:
+    """The step being executed in this context, or None outside a step.
+
+    In-process functions see it directly; a script running in the pool
+    reads the same facts from `TIDEMILL_RUN_ID`, `TIDEMILL_STEP_ID`,
+    `TIDEMILL_ATTEMPT` and `TIDEMILL_IDEMPOTENCY_KEY`, which this function
+    also falls back to.
+
+    Example:
+        >>> current_step() is None
+        True
+    """
+    info = _CURRENT.get()
+    if info is not None:
+        return info
+    import os
+
+    key = os.environ.get("TIDEMILL_IDEMPOTENCY_KEY")
+    if key is None:
+        return None
+    return StepInfo(
+        os.environ.get("TIDEMILL_RUN_ID", ""),
+        os.environ.get("TIDEMILL_STEP_ID", ""),
+        int(os.environ.get("TIDEMILL_ATTEMPT", "1")),
+        key,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPlan:
+    """An approval step asks a person; the job waits until they decide."""
+
+    message: str
+    approvers: list[str]
+    timeout: float | None
+    on_timeout: str
+
+
+def _failed(error: BaseException, *, retryable: bool = True) -> Outcome:
+    return Outcome(
+        "failed", error={"type": type(error).__name__, "message": str(error)}, retryable=retryable
+    )
+
+
+async def execute(
+    step: Step,
+    context: dict[str, Any],
+    job: JobRow,
+    run: RunRow,
+    pool: Callable[[], ScriptPool],
+) -> Outcome | SpawnPlan | ApprovalPlan:
+    """Execute one step with the values its expressions see."""
+    try:
+        if step.skip_if is not None and evaluate_condition(
+            compile_expression(step.skip_if), context
+        ):
+            return Outcome("skipped")
+        inputs = evaluate_inputs(step, context)
+    except ExpressionError as exc:
+        return _failed(exc, retryable=False)
+    info = StepInfo(run.id, step.id, job.attempt, f"{run.id}:{step.id}")
+    kind = step.kind
+    if kind == "identity":
+        return Outcome("succeeded", inputs if step.inputs else context.get("previous_result"))
+    if kind == "script":
+        return await _script(step, inputs, info, pool)
+    if kind == "approval":
+        settings = step.approval
+        assert settings is not None
+        return ApprovalPlan(
+            settings.message, list(settings.approvers), settings.timeout, settings.on_timeout
+        )
+    try:
+        return _plan(step, inputs, context)
+    except (ExpressionError, FlowInputError) as exc:
+        return _failed(exc, retryable=False)
+
+
+def stop_requested(step: Step, context: dict[str, Any], result: Any) -> bool:
+    """True when the step's `stop_after_if` holds for its result."""
+    if step.stop_after_if is None:
+        return False
+    return evaluate_condition(compile_expression(step.stop_after_if), {**context, "result": result})
+
+
+def _plan(step: Step, inputs: dict[str, Any], context: dict[str, Any]) -> SpawnPlan:
+    base = {"flow_input": context.get("flow_input", {})}
+    if step.for_each is not None:
+        items_spec = step.for_each.items
+        items = (
+            compile_expression(items_spec.expr).evaluate(context)
+            if isinstance(items_spec, Expr)
+            else items_spec
+        )
+        if not isinstance(items, list):
+            raise ExpressionError(
+                items_spec.expr if isinstance(items_spec, Expr) else repr(items_spec),
+                f"for_each items must be a list, not {type(items).__name__}",
+            )
+        contexts = [{**base, "iter": {"value": v, "index": i}} for i, v in enumerate(items)]
+        return SpawnPlan(
+            ["body"] * len(items), contexts, items=items,
+            parallelism=step.for_each.parallelism, empty_result=[],
+        )  # fmt: skip
+    if step.parallel is not None:
+        n = len(step.parallel.branches)
+        return SpawnPlan([f"branch:{i}" for i in range(n)], [dict(base) for _ in range(n)])
+    if step.branch is not None:
+        for index, case in enumerate(step.branch.branches):
+            if evaluate_condition(compile_expression(case.when), context):
+                return SpawnPlan([f"case:{index}"], [base])
+        if step.branch.default:
+            return SpawnPlan(["default"], [base])
+        return SpawnPlan([], [])
+    if step.flow is not None and step.flow.flow is not None:
+        checked = step.flow.flow.validate_input(inputs)
+        return SpawnPlan(["flow"], [{"flow_input": checked}])
+    raise ExpressionError(step.id, f"step kind {step.kind!r} cannot run here")
+
+
+async def _script(
+    step: Step, inputs: dict[str, Any], info: StepInfo, pool: Callable[[], ScriptPool]
+) -> Outcome:
+    settings = step.script
+    assert settings is not None
+    if settings.in_process and settings.function:
+        return await _in_process(settings.function, inputs, info, step.timeout)
+    call = ScriptCall(
+        code=settings.code,
+        function=None if settings.code else settings.function,
+        args=inputs,
+        env={
+            "TIDEMILL_RUN_ID": info.run_id,
+            "TIDEMILL_STEP_ID": info.step_id,
+            "TIDEMILL_ATTEMPT": str(info.attempt),
+            "TIDEMILL_IDEMPOTENCY_KEY": info.idempotency_key,
+        },
+        timeout=step.timeout,
+    )
+    outcome = await pool().run(call)
+    logs = tuple(
+        (name, text)
+        for name, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
+        if text
+    )
+    if outcome.ok:
+        return Outcome("succeeded", outcome.result, logs=logs)
+    error = dict(outcome.error or {"type": "Error", "message": "the script failed"})
+    retryable = error.get("type") not in ("SyntaxError", "NoMain", "ImportError")
+    return Outcome("failed", error=error, retryable=retryable, logs=logs)
+
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def _resolve(reference: str) -> Callable[..., Any]:
+    function = _FUNCTIONS.get(reference)
+    if function is None:
+        module_name, _, name = reference.partition(":")
+        function = getattr(importlib.import_module(module_name), name)
+        _FUNCTIONS[reference] = function
+    return function
+
+
+async def _in_process(
+    reference: str, inputs: dict[str, Any], info: StepInfo, limit: float | None
+) -> Outcome:
+    """Call a `module:function` in this process (no isolation: it shares the worker)."""
+    token = _CURRENT.set(info)
+    try:
+        function = _resolve(reference)
+        if inspect.iscoroutinefunction(function):
+            result = await asyncio.wait_for(function(**inputs), limit)
+        else:
+            result = (
+                function(**inputs)
+                if limit is None
+                else await asyncio.wait_for(asyncio.to_thread(function, **inputs), limit)
+            )
+    except TimeoutError:
+        return Outcome(
+            "failed",
+            error={"type": "Timeout", "message": f"the step ran longer than {limit} s"},
+        )
+    except Exception as exc:
+        return Outcome(
+            "failed",
+            error={
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "traceback": traceback.format_exc(),
+            },
+        )
+    finally:
+        _CURRENT.reset(token)
+    return Outcome("succeeded", result)

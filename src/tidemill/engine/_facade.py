@@ -1,0 +1,177 @@
+"""`Engine` and `Run`: the blocking front of `AsyncEngine`, for scripts and the CLI."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tidemill._sync import LoopThread
+from tidemill.engine._engine import AsyncEngine, RunInfo
+from tidemill.engine._worker import Worker
+from tidemill.errors import RunStateError
+from tidemill.flows import Flow
+from tidemill.store import ApprovalRow, JobRow, LogRow
+
+__all__ = ["Engine", "Run"]
+
+
+class Run:
+    """A handle on one run. Every property reads the store afresh.
+
+    Example:
+        >>> import tempfile
+        >>> from tidemill import Engine, Flow
+        >>> step = {"id": "hi", "identity": {}, "inputs": {"n": 1}}
+        >>> flow = Flow.model_validate({"steps": [step]})
+        >>> engine = Engine(f"sqlite:///{tempfile.mkdtemp()}/t.db")
+        >>> run = engine.submit(flow)
+        >>> run.status
+        'running'
+        >>> with engine.worker():
+        ...     run.wait(timeout=30)
+        {'n': 1}
+        >>> run.status, run.result
+        ('succeeded', {'n': 1})
+        >>> engine.close()
+    """
+
+    def __init__(self, engine: Engine, run_id: str) -> None:
+        self._engine = engine
+        self.id = run_id
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r})"
+
+    def info(self) -> RunInfo:
+        """The run as it stands now."""
+        info: RunInfo = self._engine._call(self._engine.core.get(self.id))
+        return info
+
+    @property
+    def status(self) -> str:
+        """`queued`, `running`, `waiting`, `succeeded`, `failed` or `cancelled`."""
+        return self.info().status
+
+    @property
+    def result(self) -> Any:
+        """The result of a succeeded run.
+
+        Raises:
+            RunFailed: The run failed.
+            RunStateError: The run has not finished, or was cancelled.
+        """
+        info = self.info()
+        if not info.done:
+            raise RunStateError(
+                f"Run {self.id} is {info.status}; it has no result yet.",
+                hint="Call run.wait() to wait for it.",
+            )
+        return self._engine._call(self._engine.core.wait(self.id, 0))
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Wait until the run ends; return its result (see `AsyncEngine.wait`)."""
+        return self._engine._call(self._engine.core.wait(self.id, timeout))
+
+    def cancel(self) -> None:
+        """Cancel the run and everything running in it."""
+        self._engine._call(self._engine.core.cancel(self.id))
+
+    def retry(self) -> None:
+        """Run a failed run again from its failed steps."""
+        self._engine._call(self._engine.core.retry(self.id))
+
+
+class Engine:
+    """Durable runs of flows, from blocking code. See `AsyncEngine` for the arguments.
+
+    `submit` only enqueues; start a worker here with `engine.worker()` or in
+    other processes with `tidemill worker --db URL`.
+    """
+
+    def __init__(
+        self, url: str | None = None, *, migrate: bool | None = None, max_connections: int = 4
+    ) -> None:
+        self.core = AsyncEngine(url, migrate=migrate, max_connections=max_connections)
+        self._loop = LoopThread("tidemill-engine")
+
+    def _call(self, coroutine: Any) -> Any:
+        return self._loop.run(coroutine)
+
+    @property
+    def url(self) -> str:
+        """The store's URL."""
+        return str(self.core.url)
+
+    def submit(self, flow: Flow | str | Path, inputs: Mapping[str, Any] | None = None) -> Run:
+        """Validate the input and enqueue a run."""
+        return Run(self, self._call(self.core.submit(flow, inputs)))
+
+    def run(self, run_id: str) -> Run:
+        """A handle on an existing run (checked to exist)."""
+        self._call(self.core.get(run_id))
+        return Run(self, run_id)
+
+    def runs(
+        self, *, status: str | None = None, flow: str | None = None, limit: int = 50
+    ) -> list[RunInfo]:
+        """Top-level runs, newest first."""
+        result: list[RunInfo] = self._call(self.core.runs(status=status, flow=flow, limit=limit))
+        return result
+
+    def jobs(self, run_id: str) -> list[JobRow]:
+        """Every step attempt of a run, oldest first."""
+        result: list[JobRow] = self._call(self.core.jobs(run_id))
+        return result
+
+    def logs(self, run_id: str) -> list[LogRow]:
+        """What the run's steps printed."""
+        result: list[LogRow] = self._call(self.core.logs(run_id))
+        return result
+
+    def approvals(
+        self, run_id: str | None = None, *, status: str | None = "pending"
+    ) -> list[ApprovalRow]:
+        """Approval requests, pending ones by default."""
+        result: list[ApprovalRow] = self._call(self.core.approvals(run_id, status=status))
+        return result
+
+    def approve(
+        self, approval_id: str, *, actor: str | None = None, comment: str | None = None
+    ) -> ApprovalRow:
+        """Approve a pending approval."""
+        result: ApprovalRow = self._call(
+            self.core.approve(approval_id, actor=actor, comment=comment)
+        )
+        return result
+
+    def reject(
+        self, approval_id: str, *, actor: str | None = None, comment: str | None = None
+    ) -> ApprovalRow:
+        """Reject a pending approval (its run fails)."""
+        result: ApprovalRow = self._call(
+            self.core.reject(approval_id, actor=actor, comment=comment)
+        )
+        return result
+
+    @contextlib.contextmanager
+    def worker(self, concurrency: int = 4, **options: Any) -> Iterator[Worker]:
+        """Run a worker in this process (on the engine's thread) for the block."""
+        manager = self.core.worker(concurrency, **options)
+        worker: Worker = self._call(manager.__aenter__())
+        try:
+            yield worker
+        finally:
+            self._call(manager.__aexit__(None, None, None))
+
+    def close(self) -> None:
+        """Close the store and the engine's thread."""
+        self._call(self.core.close())
+        self._loop.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,310 @@
+"""`Worker`: claims jobs from the store, executes them, records what happened.
+
+A worker holds every job it runs under a lease it renews while working.
+When its lease is lost (the worker stalled and another took the job over, or
+the run was cancelled) it stops that job and its late write is refused. A
+worker keeps nothing that another needs: kill it anywhere and another worker
+takes its jobs when their leases run out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from tidemill.engine._advance import (
+    Outcome,
+    SpawnPlan,
+    Take,
+    Transition,
+    context_for,
+    load_definition,
+)
+from tidemill.engine._execute import ApprovalPlan, execute, stop_requested
+from tidemill.engine._ids import new_id
+from tidemill.engine._pool import ScriptPool
+from tidemill.engine._scope import Definitions
+from tidemill.errors import LeaseLost, StoreError
+from tidemill.flows import Step
+from tidemill.store import JobRow, RunRow, Store, Tx
+
+__all__ = ["Worker"]
+
+log = logging.getLogger("tidemill.worker")
+
+
+@dataclass(slots=True)
+class _Prepared:
+    job: JobRow
+    run: RunRow
+    step: Step
+    context: dict[str, Any]
+
+
+class Worker:
+    """Executes the jobs of a store, up to `concurrency` at once.
+
+    Args:
+        store: The store to take jobs from.
+        concurrency: Jobs run at once.
+        defs: Flow definitions already parsed (shared with an engine).
+        lease: Seconds a claim lasts without renewal; renewed every third of it.
+        poll: Seconds between claims when nothing wakes the worker (PostgreSQL
+            `NOTIFY` and local submits wake it early).
+        pool_size: Script processes to keep ready (default: `concurrency`).
+        worker_id: A name for the worker in the store (default: host and pid).
+        on_event: Called with `(kind, job)` when a job starts (`claimed`) or
+            ends (`finished`); for progress displays.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        concurrency: int = 4,
+        defs: Definitions | None = None,
+        lease: float = 30.0,
+        poll: float = 1.0,
+        pool_size: int | None = None,
+        worker_id: str | None = None,
+        on_event: Callable[[str, JobRow], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.concurrency = max(1, concurrency)
+        self.defs = defs or Definitions()
+        self.lease = lease
+        self.poll = poll
+        self.pool_size = pool_size or self.concurrency
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
+        self.on_event = on_event
+        self._pool: ScriptPool | None = None
+        self._held: dict[int, int] = {}
+        self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, _Prepared]]]] = {}
+        self._slots: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+        self._runs: dict[str, tuple[RunRow, dict[str, Any]]] = {}
+        self.reclaim_every = min(1.0, lease / 4)
+        self._last_reclaim = 0.0
+        self.processed = 0
+
+    def wake(self) -> None:
+        """Claim again now (new jobs were queued in this process)."""
+        self._wake.set()
+
+    def _script_pool(self) -> ScriptPool:
+        if self._pool is None:
+            self._pool = ScriptPool(size=self.pool_size)
+        return self._pool
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Work until `stop` is set (or forever); then finish the jobs in hand."""
+        stop = stop or asyncio.Event()
+        helpers = [asyncio.create_task(self._renew_forever())]
+        channel = self.store.listen_dsn()
+        if channel is not None:
+            helpers.append(asyncio.create_task(self._listen_forever()))
+        last_sweep = 0.0
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                free = self.concurrency - len(self._slots)
+                claimed = await self._claim(free) if free > 0 else []
+                for prepared in claimed:
+                    self._start(prepared)
+                if time.monotonic() - last_sweep > self.poll:
+                    last_sweep = time.monotonic()
+                    await self._sweep()
+                if claimed and len(claimed) == free:
+                    continue  # there may be more: claim again once a slot frees
+                await self._idle(stop)
+        finally:
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            if self._slots:
+                await asyncio.gather(*self._slots, return_exceptions=True)
+            if self._pool is not None:
+                await self._pool.close()
+                self._pool = None
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        """Sleep until woken, a slot frees, `stop` is set, or the poll interval passes."""
+        waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
+        await asyncio.wait(
+            [*waits, *self._slots], timeout=self.poll, return_when=asyncio.FIRST_COMPLETED
+        )
+        for future in waits:
+            future.cancel()
+
+    async def _claim(self, limit: int) -> list[_Prepared]:
+        """Claim jobs and read what they need, in one transaction.
+
+        Expired leases are looked for once every `reclaim_every` seconds
+        (they are rare; the queued jobs are looked for on every claim).
+        """
+        now = time.time()
+        reclaim = now - self._last_reclaim >= self.reclaim_every
+        if reclaim:
+            self._last_reclaim = now
+
+        def claim(tx: Tx) -> list[_Prepared]:
+            jobs = tx.claim(self.id, limit, now=now, lease_until=now + self.lease, reclaim=reclaim)
+            return [self._prepare(tx, job=job) for job in jobs]
+
+        try:
+            return await self.store.transact(claim)
+        except StoreError as exc:
+            log.warning("claim failed, will retry: %s", exc)
+            return []
+
+    async def _sweep(self) -> None:
+        """Resolve approvals whose time ran out."""
+        try:
+            await self.store.transact(
+                lambda tx: Transition(tx, self.defs, time.time()).expire_approvals()
+            )
+        except StoreError as exc:
+            log.warning("approval sweep failed: %s", exc)
+
+    def _start(self, prepared: _Prepared) -> None:
+        task = asyncio.create_task(self._slot(prepared))
+        self._slots.add(task)
+        task.add_done_callback(self._slots.discard)
+
+    async def _slot(self, first: _Prepared) -> None:
+        """Run a job, then any job its completion handed straight to this worker."""
+        prepared: _Prepared | None = first
+        job: JobRow | None = first.job
+        while job is not None:
+            self._held[job.id] = job.epoch
+            if self.on_event is not None:
+                self.on_event("claimed", job)
+            try:
+                if prepared is None:
+                    prepared = await self.store.transact(partial(self._prepare, job=job))
+                work = asyncio.create_task(self._execute(prepared))
+                self._tasks[job.id] = work
+                taken = await work
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the worker is stopping
+                log.info("job %s stopped: its lease was lost or its run cancelled", job.id)
+                taken = []
+            except LeaseLost as exc:
+                log.info("%s", exc)
+                taken = []
+            except Exception:
+                log.exception("job %s: could not record it; its lease will expire", job.id)
+                taken = []
+            finally:
+                self._held.pop(job.id, None)
+                self._tasks.pop(job.id, None)
+                self.processed += 1
+                if self.on_event is not None:
+                    self.on_event("finished", job)
+            prepared = None
+            job = None
+            if taken:
+                job, prepared = taken[0]
+
+    def _prepare(self, tx: Tx, *, job: JobRow) -> _Prepared:
+        cached = self._runs.get(job.run_id)
+        if cached is None:
+            run = tx.run(job.run_id)
+            assert run is not None
+            cached = (run, tx.payload(run.id, "context", {}))
+            if len(self._runs) >= 1024:
+                self._runs.pop(next(iter(self._runs)))
+            self._runs[job.run_id] = cached
+        run, payload = cached
+        load_definition(tx, self.defs, run.digest)
+        step = self.defs.scope(run.digest, run.scope).by_id[job.step_id]
+        return _Prepared(job, run, step, context_for(tx, self.defs, run, step, payload))
+
+    async def _execute(self, prepared: _Prepared) -> list[tuple[JobRow, _Prepared]]:
+        job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
+        action = await execute(step, context, job, run, self._script_pool)
+        lease_until = time.time() + self.lease
+        take = Take(self.id, lease_until, 1)
+
+        def record(tx: Tx) -> list[tuple[JobRow, _Prepared]]:
+            change = Transition(tx, self.defs, time.time(), take)
+            if isinstance(action, Outcome):
+                if action.status == "succeeded" and step.stop_after_if is not None:
+                    try:
+                        action.stop = stop_requested(step, context, action.result)
+                    except Exception as exc:
+                        action.status = "failed"
+                        action.error = {"type": type(exc).__name__, "message": str(exc)}
+                        action.retryable = False
+                taken = change.complete(job, action)
+            elif isinstance(action, SpawnPlan):
+                taken = change.spawn(job, action)
+            else:
+                assert isinstance(action, ApprovalPlan)
+                change.park_for_approval(
+                    job,
+                    message=action.message,
+                    approvers=action.approvers,
+                    timeout=action.timeout,
+                    on_timeout=action.on_timeout,
+                )
+                taken = []
+            return [(t, self._prepare(tx, job=t)) for t in taken]
+
+        return await self.store.transact(record)
+
+    async def _renew_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            held = dict(self._held)
+            if not held:
+                continue
+            until = time.time() + self.lease
+            try:
+                kept = await self.store.transact(
+                    partial(_renew, worker=self.id, held=held, until=until)
+                )
+            except StoreError as exc:
+                log.warning("lease renewal failed: %s", exc)
+                continue
+            for job_id in held.keys() - kept:
+                if self._held.get(job_id) != held[job_id]:
+                    continue  # finished meanwhile
+                task = self._tasks.get(job_id)
+                if task is not None:
+                    task.cancel()
+
+    async def _listen_forever(self) -> None:
+        """Wake on PostgreSQL `NOTIFY`; reconnect when the connection drops."""
+        import psycopg
+
+        dsn = self.store.listen_dsn()
+        assert dsn is not None
+        while True:
+            try:
+                connection = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+                async with connection:
+                    await connection.execute(f"LISTEN {self.store.channel}")
+                    self._wake.set()
+                    async for _ in connection.notifies():
+                        self._wake.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("listen connection lost: %s", exc)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(1.0)
+
+
+def _renew(tx: Tx, *, worker: str, held: dict[int, int], until: float) -> set[int]:
+    return tx.renew(worker, held, until)

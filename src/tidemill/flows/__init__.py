@@ -1,0 +1,51 @@
+"""Flows: the definition format of workflows, in YAML, JSON or Python.
+
+A flow is a list of steps. Each step has an `id`, one kind key (`script`,
+`flow`, `branch`, `parallel`, `for_each`, `approval`, `identity`), and
+optional `inputs`, `needs`, `retry`, `timeout`, `skip_if` and
+`stop_after_if`. `Flow.load` reads a file, inlines the files it names, and
+reports every problem at once as a `FlowValidationError`.
+
+Expressions (`{expr: ...}`, `skip_if`, `when`) are compiled once with
+`compile_expression` and evaluated safely over plain data.
+"""
+
+from tidemill.flows._approval import Approval
+from tidemill.flows._base import Expr, StepKind
+from tidemill.flows._duration import parse_duration
+from tidemill.flows._expr import Expression, compile_expression, evaluate_condition
+from tidemill.flows._flow import Concurrency, Flow
+from tidemill.flows._identity import Identity
+from tidemill.flows._inputs import evaluate_inputs
+from tidemill.flows._problems import Problem
+from tidemill.flows._retry import Retry
+from tidemill.flows._scope import Placement, resolved_needs
+from tidemill.flows._script import ScriptStep
+from tidemill.flows._step import Body, Branch, Case, ForEach, Parallel, Step, StepSettings, SubFlow
+
+__all__ = [
+    "Approval",
+    "Body",
+    "Branch",
+    "Case",
+    "Concurrency",
+    "Expr",
+    "Expression",
+    "Flow",
+    "ForEach",
+    "Identity",
+    "Parallel",
+    "Placement",
+    "Problem",
+    "Retry",
+    "ScriptStep",
+    "Step",
+    "StepKind",
+    "StepSettings",
+    "SubFlow",
+    "compile_expression",
+    "evaluate_condition",
+    "evaluate_inputs",
+    "parse_duration",
+    "resolved_needs",
+]

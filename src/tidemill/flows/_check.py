@@ -1,0 +1,265 @@
+"""The checks between steps: ids, `needs`, cycles, and what expressions may read.
+
+The models check each field on its own; these checks need the whole flow.
+They run when a `Flow` is validated and report every problem they find.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from tidemill.flows._expr import Expression, compile_expression
+from tidemill.flows._problems import Problem
+from tidemill.flows._scope import Placement, index_steps, resolved_needs
+from tidemill.flows._step import Step
+
+if TYPE_CHECKING:
+    from tidemill.flows._flow import Flow
+
+__all__ = ["STEP_NAMES", "check_flow"]
+
+STEP_NAMES = ("flow_input", "results", "previous_result")
+"""The names every step expression may use; `iter` and `result` are added where they apply."""
+
+
+def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _bodies(steps: Sequence[Step]) -> Iterator[Sequence[Step]]:
+    """Yield `steps` and every nested list of steps."""
+    yield steps
+    for step in steps:
+        for _path, body in step.bodies():
+            yield from _bodies(body)
+
+
+def _check_duplicates(duplicates: Sequence[Placement]) -> list[Problem]:
+    return [
+        Problem(
+            place.step.id,
+            "id",
+            f"duplicate id {place.step.id!r}: ids must be unique in the whole flow, "
+            "nested steps included",
+        )
+        for place in duplicates
+    ]
+
+
+def _check_needs(body: Sequence[Step], index: Mapping[str, Placement]) -> list[Problem]:
+    problems: list[Problem] = []
+    siblings = [step.id for step in body]
+    for step in body:
+        for name in dict.fromkeys(step.needs or ()):
+            if name == step.id:
+                problems.append(Problem(step.id, "needs", "a step cannot need itself"))
+            elif name in siblings:
+                continue
+            elif name in index:
+                others = ", ".join(s for s in siblings if s != step.id) or "none"
+                problems.append(
+                    Problem(
+                        step.id,
+                        "needs",
+                        f"{name!r} is in another list of steps; needs may only name steps "
+                        f"of the same list (here: {others})",
+                    )
+                )
+            else:
+                hint = _did_you_mean(name, siblings) or _did_you_mean(name, index)
+                problems.append(Problem(step.id, "needs", f"unknown step {name!r}{hint}"))
+    return problems
+
+
+def _find_cycles(graph: Mapping[str, Sequence[str]], order: Sequence[str]) -> list[list[str]]:
+    """Return the dependency cycles of `graph` (each once), starting at their first node."""
+    position = {node: i for i, node in enumerate(order)}
+    cycles: list[list[str]] = []
+    seen: set[frozenset[str]] = set()
+    done: set[str] = set()
+    for root in order:
+        if root in done:
+            continue
+        path: list[str] = [root]
+        on_path = {root}
+        pending = [iter(graph.get(root, ()))]
+        while pending:
+            nxt = next(pending[-1], None)
+            if nxt is None:
+                pending.pop()
+                finished = path.pop()
+                on_path.discard(finished)
+                done.add(finished)
+            elif nxt in on_path:
+                cycle = path[path.index(nxt) :]
+                if frozenset(cycle) not in seen:
+                    seen.add(frozenset(cycle))
+                    start = min(range(len(cycle)), key=lambda i: position[cycle[i]])
+                    cycles.append(cycle[start:] + cycle[:start])
+            elif nxt not in done:
+                path.append(nxt)
+                on_path.add(nxt)
+                pending.append(iter(graph.get(nxt, ())))
+    return cycles
+
+
+def _check_cycles(body: Sequence[Step]) -> list[Problem]:
+    siblings = [step.id for step in body]
+    needs = resolved_needs(body)
+    # A step runs after what it needs: edges go from a step to each of its needs.
+    graph = {name: [n for n in deps if n in needs and n != name] for name, deps in needs.items()}
+    return [
+        Problem(cycle[0], "needs", "dependency cycle: " + " -> ".join([*cycle, cycle[0]]))
+        for cycle in _find_cycles(graph, siblings)
+    ]
+
+
+class _Reach:
+    """Which steps are sure to have finished before another one runs."""
+
+    def __init__(self, index: Mapping[str, Placement]) -> None:
+        self._index = index
+        self._known: dict[tuple[str, str], bool] = {}
+
+    def before(self, step_id: str, other: str) -> bool:
+        """Whether `step_id` needs `other`, directly or through the steps it needs."""
+        key = (step_id, other)
+        found = self._known.get(key)
+        if found is None:
+            found = False
+            seen: set[str] = set()
+            todo = list(self._index[step_id].needs)
+            while todo and not found:
+                name = todo.pop()
+                if name == other:
+                    found = True
+                elif name not in seen and name in self._index:
+                    seen.add(name)
+                    todo.extend(self._index[name].needs)
+            self._known[key] = found
+        return found
+
+    def unreadable(self, reader: Placement, target_id: str) -> str | None:
+        """Say why `reader` may not read `results.<target_id>`, or None when it may."""
+        target = self._index[target_id]
+        chain_r = (*reader.ancestors, reader.step.id)
+        chain_t = (*target.ancestors, target_id)
+        i = 0
+        while i < len(chain_r) and i < len(chain_t) and chain_r[i] == chain_t[i]:
+            i += 1
+        if i == len(chain_r) and i == len(chain_t):
+            return "a step cannot read its own result (stop_after_if reads it as `result`)"
+        if i == len(chain_t):
+            return f"step {target_id!r} holds this step and has not finished while it runs"
+        if i == len(chain_r):
+            return f"step {target_id!r} is nested in this step and has not run yet"
+        mine, theirs = chain_r[i], chain_t[i]
+        if self._index[mine].body != self._index[theirs].body:
+            parent = chain_r[i - 1]
+            return (
+                f"step {target_id!r} is in another branch of {parent!r}; "
+                f"read it after {parent!r} finishes"
+            )
+        if not self.before(mine, theirs):
+            whose = "this step's needs" if mine == reader.step.id else f"the needs of {mine!r}"
+            return f"step {theirs!r} is not sure to have finished; add {theirs!r} to {whose}"
+        for holder in chain_t[i:-1]:
+            if self._index[holder].step.kind == "for_each":
+                return (
+                    f"step {target_id!r} runs once per item of for_each {holder!r}; "
+                    f"read results.{holder} (the list of per-item results) instead"
+                )
+        return None
+
+
+def _check_names(
+    step: str | None, field: str, expression: Expression, allowed: set[str]
+) -> list[Problem]:
+    problems: list[Problem] = []
+    for name in sorted(expression.names - allowed):
+        if name == "iter":
+            message = "`iter` is only set inside the steps of a for_each"
+        elif name == "result":
+            message = "`result` is only set in stop_after_if (the step's own result)"
+        else:
+            message = (
+                f"unknown name {name!r}{_did_you_mean(name, allowed)} "
+                f"(expressions here can use: {', '.join(sorted(allowed))})"
+            )
+        problems.append(Problem(step, field, message))
+    return problems
+
+
+def _check_step_expressions(
+    place: Placement, index: Mapping[str, Placement], reach: _Reach
+) -> list[Problem]:
+    problems: list[Problem] = []
+    step = place.step
+    for field, expression in step.expressions_by_field().items():
+        allowed = set(STEP_NAMES)
+        if place.in_for_each:
+            allowed.add("iter")
+        if field == "stop_after_if":
+            allowed.add("result")
+        problems.extend(_check_names(step.id, field, expression, allowed))
+        for target in sorted(expression.results_used or ()):
+            if target not in index:
+                hint = _did_you_mean(target, index)
+                problems.append(
+                    Problem(step.id, field, f"reads results.{target}: no step {target!r}{hint}")
+                )
+                continue
+            why = reach.unreadable(place, target)
+            if why:
+                problems.append(Problem(step.id, field, f"reads results.{target}, but {why}"))
+    return problems
+
+
+def _check_flow_expressions(flow: Flow, index: Mapping[str, Placement]) -> list[Problem]:
+    problems: list[Problem] = []
+    if flow.result is not None:
+        expression = flow.result.compiled
+        problems.extend(_check_names(None, "result", expression, {"flow_input", "results"}))
+        for target in sorted(expression.results_used or ()):
+            place = index.get(target)
+            if place is None:
+                hint = _did_you_mean(target, index)
+                message = f"reads results.{target}: no step {target!r}{hint}"
+                problems.append(Problem(None, "result", message))
+                continue
+            for holder in place.ancestors:
+                if index[holder].step.kind == "for_each":
+                    message = (
+                        f"reads results.{target}, but step {target!r} runs once per item "
+                        f"of for_each {holder!r}; read results.{holder} instead"
+                    )
+                    problems.append(Problem(None, "result", message))
+                    break
+    if flow.concurrency is not None and flow.concurrency.key is not None:
+        key = compile_expression(flow.concurrency.key)
+        problems.extend(_check_names(None, "concurrency.key", key, {"flow_input"}))
+    return problems
+
+
+def check_flow(flow: Flow) -> list[Problem]:
+    """Return every problem between the steps of `flow` (empty when there is none).
+
+    Checks: ids are unique in the whole flow; `needs` name steps of the same
+    list and form no cycle; expressions use only the names available where
+    they run (`iter` inside for_each bodies, `result` in stop_after_if), and
+    read `results.<id>` only of steps sure to have finished before them. A
+    sub-flow is checked on its own, as the flow it is.
+    """
+    index, duplicates = index_steps(flow.steps)
+    problems = _check_duplicates(duplicates)
+    for body in _bodies(flow.steps):
+        problems.extend(_check_needs(body, index))
+        problems.extend(_check_cycles(body))
+    reach = _Reach(index)
+    for place in index.values():
+        problems.extend(_check_step_expressions(place, index, reach))
+    problems.extend(_check_flow_expressions(flow, index))
+    return problems

@@ -1,0 +1,2 @@
+def main(n):
+    return n + 1
