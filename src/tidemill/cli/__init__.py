@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from tidemill.cli import _proxy
+from tidemill.cli import _approvals, _db, _flow, _proxy, _run, _runs, _worker
 from tidemill.errors import TidemillError
 
 __all__ = ["build_parser", "main"]
@@ -21,6 +21,12 @@ Run = Callable[[argparse.Namespace], int]
 """What a command does with its parsed arguments; returns the exit status."""
 
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], Run], ...] = (
+    _run.register,
+    _worker.register,
+    _runs.register,
+    _approvals.register,
+    _flow.register,
+    _db.register,
     _proxy.register,
 )
 
@@ -31,7 +37,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Run]]:
     Example:
         >>> parser, commands = build_parser()
         >>> sorted(commands)
-        ['proxy']
+        ['approvals', 'db', 'flow', 'proxy', 'run', 'runs', 'worker']
     """
     parser = argparse.ArgumentParser(
         prog="tidemill",

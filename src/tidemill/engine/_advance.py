@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 _DONE = ("succeeded", "skipped")
+_MISSING = object()
 
 
 @dataclass(slots=True)
@@ -99,13 +100,19 @@ def load_definition(tx: Tx, defs: Definitions, digest: str) -> Flow:
 
 
 def context_for(
-    tx: Tx, defs: Definitions, run: RunRow, step: Step, payload: dict[str, Any] | None = None
+    tx: Tx,
+    defs: Definitions,
+    run: RunRow,
+    step: Step,
+    payload: dict[str, Any] | None = None,
+    known: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the step's expressions see: `flow_input`, `results`, `previous_result`, `iter`.
 
     Only the results the step's expressions name are read, unless one of
     them uses `results` as a whole. `payload` is the run's stored context,
-    when the caller has it already.
+    when the caller has it already; `known` holds results of this run the
+    caller has in hand (recorded in the same transaction).
     """
     load_definition(tx, defs, run.digest)
     scope = defs.scope(run.digest, run.scope)
@@ -115,7 +122,7 @@ def context_for(
     wanted = step_reads(step)
     if wanted is not None:
         wanted = set(wanted) | set(needs)
-    results = _results(tx, run, scope, wanted)
+    results = _results(tx, run, scope, wanted, known or {})
     if len(needs) == 1:
         previous = results.get(needs[0])
     elif needs:
@@ -143,13 +150,17 @@ def step_reads(step: Step) -> set[str] | None:
     return wanted
 
 
-def _results(tx: Tx, run: RunRow, scope: Scope, wanted: set[str] | None) -> dict[str, Any]:
+def _results(
+    tx: Tx, run: RunRow, scope: Scope, wanted: set[str] | None, known: Mapping[str, Any]
+) -> dict[str, Any]:
     """Results visible from `run`.
 
     Its own, its ancestors' (from inside branches and loops), and those of
     steps nested in finished branches (a join may read `results.<inner step>`).
     """
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = (
+        {} if wanted is None else {key: value for key, value in known.items() if key in wanted}
+    )
     current: RunRow | None = run
     inherits = scope.inherits
     while current is not None:
@@ -213,6 +224,10 @@ class Transition:
     now: float
     take: Take | None = None
     taken: list[JobRow] = field(default_factory=list)
+    recorded: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """Results recorded in this transaction, by (run id, step id)."""
+    ended: list[str] = field(default_factory=list)
+    """Top-level runs that ended in this transaction."""
     _notify: bool = False
 
     # --- creating runs ---------------------------------------------------
@@ -265,7 +280,10 @@ class Transition:
 
     def _schedule(self, run: RunRow, states: dict[str, str]) -> None:
         """Queue the steps whose needs are done (handing some to the worker that offered)."""
-        for step in self._scope(run).ready(states):
+        self._start_steps(run, self._scope(run).ready(states))
+
+    def _start_steps(self, run: RunRow, steps: list[Step]) -> None:
+        for step in steps:
             take = self.take
             if take is not None and len(self.taken) < take.limit:
                 job = self.tx.insert_job(
@@ -334,15 +352,27 @@ class Transition:
             self._cancel_rest(run)
             self._finish_run(run, value)
             return
-        states = self.tx.step_states(run.id)
+        self.recorded[(run.id, step_id)] = value
         scope = self._scope(run)
-        if scope.complete(states):
+        dependents = scope.dependents[step_id]
+        if dependents and all(scope.needs[d] == (step_id,) for d in dependents):
+            # The common case (a chain, a fan-out): no other step's state matters.
+            self._start_steps(run, [scope.by_id[d] for d in dependents])
+            return
+        if not dependents and len(scope.steps) == 1:
             self._finish_run(run, self._body_result(run, scope))
-        else:
+            return
+        states = self.tx.step_states(run.id)
+        if dependents:
             self._schedule(run, states)
+        elif scope.complete(states):
+            self._finish_run(run, self._body_result(run, scope))
 
     def _body_result(self, run: RunRow, scope: Scope) -> Any:
         if scope.result is None:
+            known = self.recorded.get((run.id, scope.last), _MISSING)
+            if known is not _MISSING:
+                return known
             return self.tx.results(run.id, [scope.last]).get(scope.last)
         step_results = self.tx.results(run.id)
         payload = self.tx.payload(run.id, "context", {})
@@ -356,6 +386,7 @@ class Transition:
         if run.parent_job is not None:
             self._child_done(run)
         else:
+            self.ended.append(run.id)
             self._release_gate(run)
 
     # --- containers ------------------------------------------------------
@@ -428,6 +459,7 @@ class Transition:
             if parent.status == "running":
                 self._fail_run(parent, job.step_id, error)
         else:
+            self.ended.append(run.id)
             self._release_gate(run)
 
     def _cancel_rest(self, run: RunRow) -> None:

@@ -11,6 +11,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tidemill.errors import RunFailed, RunNotFound, RunStateError, RunTimeout
 from tidemill.flows import Flow, compile_expression
 from tidemill.store import (
     DEFAULT_URL,
+    FINISHED_RUN,
     ApprovalRow,
     JobRow,
     LogRow,
@@ -79,6 +81,15 @@ def _info(tx: Tx, run: RunRow) -> RunInfo:
     )
 
 
+def _status(tx: Tx, *, run_id: str) -> str:
+    run = tx.run(run_id)
+    if run is None:
+        raise RunNotFound(
+            f"No run {run_id} in this store.", hint="List runs with `tidemill runs list`."
+        )
+    return run.status
+
+
 def _load(flow: Flow | str | Path) -> Flow:
     return flow if isinstance(flow, Flow) else Flow.load(flow)
 
@@ -104,6 +115,7 @@ class AsyncEngine:
         self._migrate = self.url.dialect == "sqlite" if migrate is None else migrate
         self._ready = False
         self._workers: list[Worker] = []
+        self._progress = asyncio.Event()
 
     async def _open(self) -> Store:
         if not self._ready:
@@ -188,20 +200,24 @@ class AsyncEngine:
             RunTimeout: `timeout` seconds passed first; the run goes on.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.002
+        delay = 0.01
         while True:
-            info = await self.get(run_id)
-            if info.done:
-                return _outcome(info)
+            self._progress.clear()
+            status = await self._transact(partial(_status, run_id=run_id))
+            if status in FINISHED_RUN:
+                return _outcome(await self.get(run_id))
             if deadline is not None and time.monotonic() >= deadline:
+                info = await self.get(run_id)
                 raise RunTimeout(
                     f"Run {run_id} is still {info.status} after {timeout} s.",
                     hint="Wait again, or watch it with `tidemill runs show`.",
                     context={"run_id": run_id, "status": info.status},
                 )
             pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
-            await asyncio.sleep(pause)
-            delay = min(delay * 1.5, 0.25)
+            # A worker in this process says when it ends a run; others are polled.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._progress.wait(), pause)
+            delay = min(delay * 1.5, 0.5)
 
     async def cancel(self, run_id: str) -> RunInfo:
         """Cancel a run: queued steps never start, running ones are stopped."""
@@ -282,7 +298,13 @@ class AsyncEngine:
         Options are `Worker`'s (`lease`, `poll`, `pool_size`, `on_event`).
         """
         store = await self._open()
-        worker = Worker(store, concurrency=concurrency, defs=self.defs, **options)
+        worker = Worker(
+            store,
+            concurrency=concurrency,
+            defs=self.defs,
+            on_run_ended=self._progress.set,
+            **options,
+        )
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run(stop))
         self._workers.append(worker)

@@ -38,9 +38,16 @@ class Scope:
     result: Expression | None
     inherits: bool
     last: str = field(init=False)
+    dependents: dict[str, tuple[str, ...]] = field(init=False)
+    """For each step, the steps that need it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "last", self.steps[-1].id)
+        dependents: dict[str, list[str]] = {step.id: [] for step in self.steps}
+        for step in self.steps:
+            for need in self.needs[step.id]:
+                dependents[need].append(step.id)
+        object.__setattr__(self, "dependents", {k: tuple(v) for k, v in dependents.items()})
 
     @classmethod
     def of(cls, steps: Sequence[Step], result: Expression | None, *, inherits: bool) -> Scope:

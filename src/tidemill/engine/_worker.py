@@ -63,6 +63,7 @@ class Worker:
         worker_id: A name for the worker in the store (default: host and pid).
         on_event: Called with `(kind, job)` when a job starts (`claimed`) or
             ends (`finished`); for progress displays.
+        on_run_ended: Called when this worker has ended a run (after the commit).
     """
 
     def __init__(
@@ -76,6 +77,7 @@ class Worker:
         pool_size: int | None = None,
         worker_id: str | None = None,
         on_event: Callable[[str, JobRow], None] | None = None,
+        on_run_ended: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.concurrency = max(1, concurrency)
@@ -85,6 +87,7 @@ class Worker:
         self.pool_size = pool_size or self.concurrency
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
         self.on_event = on_event
+        self.on_run_ended = on_run_ended
         self._pool: ScriptPool | None = None
         self._held: dict[int, int] = {}
         self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, _Prepared]]]] = {}
@@ -94,6 +97,7 @@ class Worker:
         self.reclaim_every = min(1.0, lease / 4)
         self._last_reclaim = 0.0
         self.processed = 0
+        self._stopping = False
 
     def wake(self) -> None:
         """Claim again now (new jobs were queued in this process)."""
@@ -126,6 +130,7 @@ class Worker:
                     continue  # there may be more: claim again once a slot frees
                 await self._idle(stop)
         finally:
+            self._stopping = True
             for helper in helpers:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -216,7 +221,7 @@ class Worker:
             if taken:
                 job, prepared = taken[0]
 
-    def _prepare(self, tx: Tx, *, job: JobRow) -> _Prepared:
+    def _prepare(self, tx: Tx, *, job: JobRow, known: dict[str, Any] | None = None) -> _Prepared:
         cached = self._runs.get(job.run_id)
         if cached is None:
             run = tx.run(job.run_id)
@@ -228,7 +233,8 @@ class Worker:
         run, payload = cached
         load_definition(tx, self.defs, run.digest)
         step = self.defs.scope(run.digest, run.scope).by_id[job.step_id]
-        return _Prepared(job, run, step, context_for(tx, self.defs, run, step, payload))
+        context = context_for(tx, self.defs, run, step, payload, known)
+        return _Prepared(job, run, step, context)
 
     async def _execute(self, prepared: _Prepared) -> list[tuple[JobRow, _Prepared]]:
         job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
@@ -236,7 +242,7 @@ class Worker:
         lease_until = time.time() + self.lease
         take = Take(self.id, lease_until, 1)
 
-        def record(tx: Tx) -> list[tuple[JobRow, _Prepared]]:
+        def record(tx: Tx) -> tuple[list[tuple[JobRow, _Prepared]], bool]:
             change = Transition(tx, self.defs, time.time(), take)
             if isinstance(action, Outcome):
                 if action.status == "succeeded" and step.stop_after_if is not None:
@@ -259,9 +265,19 @@ class Worker:
                     on_timeout=action.on_timeout,
                 )
                 taken = []
-            return [(t, self._prepare(tx, job=t)) for t in taken]
+            if not taken and not self._stopping:
+                # This slot frees up: take the next queued job in the same transaction.
+                taken = tx.claim(self.id, 1, now=change.now, lease_until=lease_until, reclaim=False)
+            prepared = [
+                (t, self._prepare(tx, job=t, known=_known(change.recorded, t.run_id)))
+                for t in taken
+            ]
+            return prepared, bool(change.ended)
 
-        return await self.store.transact(record)
+        taken, ended = await self.store.transact(record)
+        if ended and self.on_run_ended is not None:
+            self.on_run_ended()  # after the commit, so a waiter reads the end
+        return taken
 
     async def _renew_forever(self) -> None:
         while True:
@@ -308,3 +324,7 @@ class Worker:
 
 def _renew(tx: Tx, *, worker: str, held: dict[int, int], until: float) -> set[int]:
     return tx.renew(worker, held, until)
+
+
+def _known(recorded: dict[tuple[str, str], Any], run_id: str) -> dict[str, Any]:
+    return {step: value for (run, step), value in recorded.items() if run == run_id}

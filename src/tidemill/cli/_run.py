@@ -1,0 +1,419 @@
+"""`tidemill run`: run a flow here, with live progress; `--detach` only submits it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tidemill.cli._common import (
+    Painter,
+    add_db_option,
+    db_option,
+    db_url,
+    dump_json,
+    duration,
+    error_line,
+    failed_step,
+    job_duration,
+    parse_input,
+    positive_int,
+    read_inputs,
+    tree_prefixes,
+)
+from tidemill.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from tidemill.engine import AsyncEngine, RunInfo
+    from tidemill.flows import Flow
+    from tidemill.store import ApprovalRow, JobRow
+
+__all__ = ["Follower", "follow", "load_flow", "register", "run"]
+
+_EPILOG = """\
+Each -i value is read as JSON when it is JSON, else as a string:
+  -i n=3 (a number)  -i name=bob (a string)  -i tags='["a","b"]' (a list)
+
+Progress goes to stderr and the result, as JSON, to stdout:
+  tidemill run flow.yaml -i n=3 | jq .
+
+exit status: 0 the run succeeded, 1 it failed or was cancelled,
+2 bad flow, input or options, 130 interrupted (the run stays in the store).
+"""
+
+_GRACE = 10.0
+"""Seconds an interrupted `run` waits for its running steps before abandoning them."""
+
+_LOG_TAIL = 10
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> Callable[[argparse.Namespace], int]:
+    """Add the `run` command; return the function that runs it."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run a flow, showing its steps as they go",
+        description="Validate a flow, submit it as a run and execute it with a worker in\n"
+        "this process, showing each step as it starts and ends.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("flow", metavar="FLOW", help="the flow file (YAML or JSON)")
+    parser.add_argument(
+        "-i",
+        "--input",
+        dest="inputs",
+        metavar="KEY=VALUE",
+        type=parse_input,
+        action="append",
+        default=[],
+        help="one input field (repeatable); the value is JSON or else a string",
+    )
+    parser.add_argument(
+        "--input-file",
+        metavar="JSON",
+        default=None,
+        help="a file holding the input as a JSON object (- for stdin); -i fields override it",
+    )
+    add_db_option(parser)
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="steps run at once by this process's worker (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--detach",
+        action="store_true",
+        help="only submit the run and print its id; a `tidemill worker` executes it",
+    )
+    return run
+
+
+def load_flow(path: str) -> Flow:
+    """Load and validate a flow file.
+
+    Raises:
+        ConfigurationError: No such file.
+        FlowValidationError: The flow is malformed (every problem is listed).
+    """
+    from tidemill.flows import Flow
+
+    if not Path(path).is_file():
+        raise ConfigurationError(
+            f"No flow file {path}.", hint="Give the path of a flow's YAML or JSON file."
+        )
+    return Flow.load(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the flow; return 0 (succeeded), 1 (failed or cancelled) or 130 (interrupted)."""
+    inputs = read_inputs(args.inputs, args.input_file)
+    flow = load_flow(args.flow)
+    from tidemill.engine import AsyncEngine
+
+    async def main() -> int:
+        engine = AsyncEngine(db_url(args))
+        try:
+            await engine.__aenter__()
+            run_id = await engine.submit(flow, inputs)
+            if args.detach:
+                print(run_id)
+                option = db_option(args)
+                print(
+                    f"submitted run {run_id} of flow {flow.name or args.flow!r}\n"
+                    f"  execute it:  tidemill worker{option}\n"
+                    f"  watch it:    tidemill runs show {run_id}{option}",
+                    file=sys.stderr,
+                )
+                return 0
+            follower = Follower(engine, run_id, args)
+            follower.say(f"run {run_id} of flow {flow.name or args.flow!r} started")
+            return await follow(engine, follower, concurrency=args.concurrency)
+        finally:
+            await engine.close()
+
+    return asyncio.run(main())
+
+
+async def follow(engine: AsyncEngine, follower: Follower, *, concurrency: int) -> int:
+    """Execute a run with a worker in this process, showing its progress, until it ends.
+
+    Prints the result as JSON on stdout when the run succeeds; returns the exit
+    status (0 succeeded, 1 failed or cancelled, 130 interrupted).
+    """
+    from tidemill.engine import Worker
+
+    changed = asyncio.Event()
+
+    def on_event(kind: str, job: JobRow) -> None:
+        changed.set()
+
+    worker = Worker(
+        engine.store,
+        concurrency=concurrency,
+        defs=engine.defs,
+        poll=0.5,
+        on_event=on_event,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run(stop))
+    with _interrupts() as presses:
+        try:
+            info = await follower.watch(changed, presses, task)
+        except BaseException:
+            stop.set()
+            with contextlib.suppress(Exception):
+                await _stop(task, presses, abandon=True)
+            raise
+        stop.set()
+        running = sum(1 for status in follower.seen.values() if status == "running")
+        if presses.is_set() and running and not task.done():
+            follower.say(
+                f"interrupted: waiting up to {_GRACE:.0f} s for {running} running "
+                "step(s) to finish (Ctrl-C again to abandon them)"
+            )
+        await _stop(task, presses)
+    if info is None:
+        follower.say(
+            f"interrupted: run {follower.run_id} stays in the store; a worker can continue it "
+            "(a step left running is taken over once its lease runs out):\n"
+            f"  tidemill worker{follower.db}\n"
+            f"  tidemill runs show {follower.run_id}{follower.db}"
+        )
+        return 130
+    return await follower.finish(info)
+
+
+async def _stop(task: asyncio.Task[None], presses: _Presses, *, abandon: bool = False) -> None:
+    """Wait for the worker to finish its steps; cancel them on a second Ctrl-C or after a grace.
+
+    The worker was told to stop; `abandon` cancels its steps at once. A
+    cancelled step stays claimed until its lease runs out; then any worker
+    takes it over.
+    """
+    deadline = time.monotonic() + _GRACE
+    while not task.done():
+        late = presses.is_set() and time.monotonic() > deadline
+        if abandon or presses.count > 1 or late:
+            task.cancel()
+        await asyncio.wait({task}, timeout=0.1)
+    if not task.cancelled():
+        error = task.exception()
+        if error is not None:
+            raise error
+
+
+class _Presses:
+    """How many times Ctrl-C (or SIGTERM) was pressed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.event = asyncio.Event()
+
+    def press(self) -> None:
+        self.count += 1
+        self.event.set()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+
+@contextlib.contextmanager
+def _interrupts() -> Iterator[_Presses]:
+    """Count SIGINT and SIGTERM in the running loop instead of raising `KeyboardInterrupt`."""
+    presses = _Presses()
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, presses.press)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread; Windows
+            continue
+        installed.append(sig)
+    try:
+        yield presses
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+class Follower:
+    """Shows a run's steps on stderr as they start and end, and its approvals as they open."""
+
+    def __init__(self, engine: AsyncEngine, run_id: str, args: argparse.Namespace) -> None:
+        self.engine = engine
+        self.run_id = run_id
+        self.db = db_option(args)
+        self.seen: dict[int, str] = {}
+        self.prefixes: dict[str, str] = {}
+        self.approvals: dict[int, ApprovalRow] = {}
+        self.started = time.monotonic()
+        self.said_queued = False
+        self.paint = Painter(sys.stderr)
+
+    async def prime(self) -> None:
+        """Take the steps as they stand as seen: show only what changes from now on."""
+        self.prefixes = await tree_prefixes(self.engine, self.run_id)
+        self.seen = {job.id: job.status for job in await self.engine.jobs(self.run_id)}
+
+    def say(self, text: str) -> None:
+        """Write a line of progress to stderr."""
+        print(text, file=sys.stderr, flush=True)
+
+    async def watch(
+        self, changed: asyncio.Event, presses: _Presses, worker: asyncio.Task[None]
+    ) -> RunInfo | None:
+        """Show progress until the run ends (its info) or Ctrl-C is pressed (None)."""
+        while True:
+            changed.clear()
+            jobs = await self.engine.jobs(self.run_id)
+            info = await self.engine.get(self.run_id)
+            if info.done:
+                jobs = await self.engine.jobs(self.run_id)
+            await self.show(jobs)
+            if info.done:
+                return info
+            if info.status == "queued" and not self.said_queued:
+                self.said_queued = True
+                self.say("  queued: the flow's concurrency limit is reached; waiting for a slot")
+            if worker.done():
+                worker.result()  # raises what stopped the worker
+                raise RuntimeError("The worker stopped before the run ended.")
+            waits = {
+                asyncio.ensure_future(changed.wait()),
+                asyncio.ensure_future(presses.event.wait()),
+            }
+            await asyncio.wait(waits | {worker}, timeout=0.5, return_when=asyncio.FIRST_COMPLETED)
+            for future in waits:
+                future.cancel()
+            if presses.is_set():
+                return None
+
+    async def show(self, jobs: list[JobRow]) -> None:
+        """Print what changed since the last look, in the order it happened."""
+        if any(job.run_id not in self.prefixes for job in jobs):
+            self.prefixes = await tree_prefixes(self.engine, self.run_id)
+        parked = [j for j in jobs if j.status == "waiting" and self.seen.get(j.id) != "waiting"]
+        if parked:
+            for approval in await self.engine.approvals(self.run_id):
+                self.approvals.setdefault(approval.job_id, approval)
+        events: list[tuple[tuple[float, int, int], str]] = []
+        for job in jobs:
+            before = self.seen.get(job.id)
+            if before == job.status:
+                continue
+            self.seen[job.id] = job.status
+            events.extend(await self._changed(job, before))
+        events.sort(key=lambda event: event[0])
+        for _, text in events:
+            self.say(text)
+
+    async def _changed(
+        self, job: JobRow, before: str | None
+    ) -> list[tuple[tuple[float, int, int], str]]:
+        """The lines a job's change of status calls for, each with its place in time.
+
+        Changes recorded in one transaction share a time: then ends come before
+        starts, a nested step ends before its container, and a step starts before
+        the steps nested in it.
+        """
+        label = self.prefixes.get(job.run_id, "") + job.step_id
+        attempt = f"  (attempt {job.attempt})" if job.attempt > 1 else ""
+        status = job.status
+        start_at = job.started_at or job.created_at
+        end_at = max(job.finished_at or time.time(), start_at)
+        began = (start_at, 1, job.id)
+        ended = (end_at, 0 if end_at > start_at else 2, -job.id)
+        events: list[tuple[tuple[float, int, int], str]] = []
+        if status in ("running", "waiting") and before not in ("running", "waiting"):
+            events.append((began, self._line("started", label + attempt)))
+        if status == "waiting" and job.id in self.approvals:
+            events.append((began, self._approval(label, self.approvals[job.id])))
+        elif status in ("succeeded", "failed", "skipped"):
+            if before is None and status != "skipped":
+                events.append((began, self._line("started", label + attempt)))
+            detail = f"  {job_duration(job)}{attempt}"
+            if status == "failed" and job.error and "step" not in job.error:
+                detail += f"  {error_line(job.error)}"  # a container's error is its step's
+            elif job.id in self.approvals:
+                detail += await self._decided(self.approvals[job.id])
+            events.append((ended, self._line(status, label + detail)))
+        elif status == "cancelled" and before in ("running", "waiting"):
+            events.append((ended, self._line(status, label)))
+        return events
+
+    def _line(self, status: str, text: str) -> str:
+        return f"  {self.paint(status, width=10)} {text}"
+
+    def _approval(self, label: str, approval: ApprovalRow) -> str:
+        lines = [self._line("waiting", f"{label}  approval {approval.id}: {approval.message}")]
+        pad = " " * 13
+        who = ""
+        if approval.approvers:
+            lines.append(f"{pad}approvers: {', '.join(approval.approvers)}")
+            who = f" --as {approval.approvers[0]}"
+        if approval.expires_at is not None:
+            left = duration(approval.expires_at - time.time())
+            outcome = "approved" if approval.on_timeout == "approve" else "rejected"
+            lines.append(f"{pad}expires in {left}; then it is {outcome}")
+        lines.append(f"{pad}approve: tidemill approvals approve {approval.id}{who}{self.db}")
+        lines.append(f"{pad}reject:  tidemill approvals reject {approval.id}{who}{self.db}")
+        return "\n".join(lines)
+
+    async def _decided(self, approval: ApprovalRow) -> str:
+        for row in await self.engine.approvals(self.run_id, status=None):
+            if row.id == approval.id and row.status != "pending":
+                by = f" by {row.decided_by}" if row.decided_by else ""
+                return f"  ({row.status}{by})"
+        return ""
+
+    async def finish(self, info: RunInfo) -> int:
+        """Report how the run ended; print its result; return the exit status."""
+        took = duration(time.monotonic() - self.started)
+        if info.status == "succeeded":
+            self.say(f"run {info.id} {self.paint('succeeded')} in {took}")
+            print(dump_json(info.result), flush=True)
+            return 0
+        if info.status == "cancelled":
+            self.say(f"run {info.id} was {self.paint('cancelled')}")
+            return 1
+        await self.report_failure(info)
+        return 1
+
+    async def report_failure(self, info: RunInfo) -> None:
+        """Name the failed step, its error and the last lines it printed."""
+        error = info.error or {}
+        prefixes = await tree_prefixes(self.engine, info.id)
+        culprit = failed_step(await self.engine.jobs(info.id), prefixes)
+        step = error.get("step")
+        if culprit is not None:
+            step = prefixes.get(culprit.run_id, "") + culprit.step_id
+        where = f" at step {step!r}" if step else ""
+        self.say(f"run {info.id} {self.paint('failed')}{where}: {error_line(error)}")
+        trace = [line for line in str(error.get("traceback") or "").splitlines() if line.strip()]
+        if trace:
+            self.say("  traceback (last lines):")
+            self.say("\n".join(f"    {line}" for line in trace[-6:]))
+        if culprit is not None:
+            lines = [
+                (log.stream, line)
+                for log in await self.engine.logs(info.id)
+                if log.job_id == culprit.id
+                for line in log.body.splitlines()
+            ]
+            if lines:
+                self.say(f"  its logs (last {min(len(lines), _LOG_TAIL)} lines):")
+                self.say("\n".join(f"    {s} | {t}" for s, t in lines[-_LOG_TAIL:]))
+        self.say(
+            f"  all logs:  tidemill runs logs {info.id}{self.db}\n"
+            f"  retry it:  tidemill runs retry {info.id}{self.db}"
+        )

@@ -1,0 +1,273 @@
+"""`tidemill runs`: list runs, show one with its steps, print its logs, cancel or retry it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tidemill.cli._common import (
+    Painter,
+    add_db_option,
+    approval_dict,
+    db_option,
+    dump_json,
+    duration,
+    error_line,
+    failed_step,
+    info_dict,
+    job_dict,
+    job_duration,
+    positive_int,
+    stamp,
+    table,
+    tree_prefixes,
+    with_engine,
+)
+from tidemill.errors import TidemillError
+
+if TYPE_CHECKING:
+    from tidemill.engine import AsyncEngine, RunInfo
+
+__all__ = ["register", "run"]
+
+_STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled")
+
+_EPILOG = """\
+examples:
+  tidemill runs list --status failed
+  tidemill runs show RUN
+  tidemill runs logs RUN --step fetch
+  tidemill runs retry RUN --wait
+"""
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> Callable[[argparse.Namespace], int]:
+    """Add the `runs` command and its actions; return the function that runs them."""
+    parser = subparsers.add_parser(
+        "runs",
+        help="list, show, cancel and retry runs",
+        description="Look at the runs of a store and act on them.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", help="the newest runs", description="The newest runs.")
+    listing.add_argument("--status", choices=_STATUSES, help="only runs with this status")
+    listing.add_argument("--flow", metavar="NAME", help="only runs of the flow with this name")
+    listing.add_argument(
+        "--limit", type=positive_int, default=20, metavar="N", help="at most N (default: 20)"
+    )
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    show = actions.add_parser(
+        "show",
+        help="a run, its result or error, and its steps",
+        description="A run's status, times, result or error, and every attempt of its steps.",
+    )
+    show.add_argument("run_id", metavar="RUN")
+    show.add_argument("--json", action="store_true", help="print JSON")
+
+    logs = actions.add_parser(
+        "logs", help="what a run's steps printed", description="What a run's steps printed."
+    )
+    logs.add_argument("run_id", metavar="RUN")
+    logs.add_argument(
+        "--step", metavar="ID", help="only this step (its id, or its path such as each[2]/fetch)"
+    )
+
+    cancel = actions.add_parser(
+        "cancel",
+        help="cancel a run",
+        description="Cancel a run: queued steps never start, running ones are stopped.",
+    )
+    cancel.add_argument("run_id", metavar="RUN")
+
+    retry = actions.add_parser(
+        "retry",
+        help="run a failed run again from its failed steps",
+        description="Run a failed run again from its failed steps; finished steps are kept.",
+    )
+    retry.add_argument("run_id", metavar="RUN")
+    retry.add_argument(
+        "--wait",
+        action="store_true",
+        help="execute it here with a worker, showing progress, and print its result",
+    )
+    retry.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="with --wait: steps run at once (default: %(default)s)",
+    )
+
+    for sub in (listing, show, logs, cancel, retry):
+        add_db_option(sub)
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one `runs` action; return its exit status."""
+    actions = {"list": _list, "show": _show, "logs": _logs, "cancel": _cancel, "retry": _retry}
+    action = actions[args.action]
+    return with_engine(args, lambda engine: action(engine, args))
+
+
+async def _list(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    infos = await engine.runs(status=args.status, flow=args.flow, limit=args.limit)
+    if args.json:
+        print(dump_json([info_dict(info) for info in infos]))
+        return 0
+    if not infos:
+        print("no runs", file=sys.stderr)
+        return 0
+    paint = Painter(sys.stdout)
+    rows = [
+        [
+            info.id,
+            info.flow,
+            paint(info.status),
+            stamp(info.created_at),
+            _took(info),
+            error_line(info.error),
+        ]
+        for info in infos
+    ]
+    print(table(["ID", "FLOW", "STATUS", "CREATED", "TOOK", "ERROR"], rows))
+    return 0
+
+
+def _took(info: RunInfo) -> str:
+    return "-" if info.finished_at is None else duration(info.finished_at - info.created_at)
+
+
+async def _show(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    info = await engine.get(args.run_id)
+    jobs = await engine.jobs(info.id)
+    prefixes = await tree_prefixes(engine, info.id)
+    approvals = await engine.approvals(info.id, status=None)
+    if args.json:
+        document = {
+            **info_dict(info),
+            "steps": [job_dict(job, prefixes.get(job.run_id, "")) for job in jobs],
+            "approvals": [approval_dict(a) for a in approvals],
+        }
+        print(dump_json(document))
+        return 0
+    paint = Painter(sys.stdout)
+    print(f"run       {info.id}")
+    print(f"flow      {info.flow}")
+    print(f"status    {paint(info.status)}")
+    print(f"created   {stamp(info.created_at)}")
+    print(f"finished  {stamp(info.finished_at)}" + (f"  (took {_took(info)})" if info.done else ""))
+    if info.status == "succeeded":
+        print("result")
+        print(_indent(dump_json(info.result)))
+    elif info.error:
+        culprit = failed_step(jobs, prefixes)
+        step = info.error.get("step")
+        if culprit is not None:
+            step = prefixes.get(culprit.run_id, "") + culprit.step_id
+        print(f"error     {error_line(info.error)}" + (f"  (step {step})" if step else ""))
+        trace = str(info.error.get("traceback") or "").rstrip()
+        if trace:
+            print(_indent(trace))
+    if jobs:
+        print("steps")
+        rows = [
+            [
+                prefixes.get(job.run_id, "") + job.step_id,
+                str(job.attempt),
+                paint(job.status),
+                stamp(job.started_at),
+                job_duration(job),
+                error_line(job.error) if "step" not in (job.error or {}) else "",
+            ]
+            for job in jobs
+        ]
+        headers = ["STEP", "ATTEMPT", "STATUS", "STARTED", "TOOK", "ERROR"]
+        print(_indent(table(headers, rows)))
+    if approvals:
+        print("approvals")
+        rows = [
+            [
+                a.id,
+                a.step_id,
+                paint(a.status),
+                a.decided_by or ("anyone" if not a.approvers else "|".join(a.approvers)),
+                a.message,
+            ]
+            for a in approvals
+        ]
+        print(_indent(table(["ID", "STEP", "STATUS", "BY", "MESSAGE"], rows)))
+    return 0
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+async def _logs(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    info = await engine.get(args.run_id)
+    jobs = {job.id: job for job in await engine.jobs(info.id)}
+    prefixes = await tree_prefixes(engine, info.id)
+    logs = await engine.logs(info.id)
+
+    def label(job_id: int) -> str:
+        job = jobs.get(job_id)
+        return "?" if job is None else prefixes.get(job.run_id, "") + job.step_id
+
+    if args.step is not None:
+        known = {label(job_id) for job_id in jobs} | {job.step_id for job in jobs.values()}
+        if args.step not in known:
+            raise TidemillError(
+                f"Run {info.id} has no step {args.step!r}.",
+                hint=f"Its steps: {', '.join(sorted(known)) or 'none yet'}.",
+            )
+        logs = [
+            log
+            for log in logs
+            if log.job_id in jobs and args.step in (label(log.job_id), jobs[log.job_id].step_id)
+        ]
+    if not logs:
+        print(f"run {info.id}: no logs" + (f" from step {args.step}" if args.step else ""),
+              file=sys.stderr)  # fmt: skip
+        return 0
+    heading: tuple[int, str] | None = None
+    for log in logs:
+        if (log.job_id, log.stream) != heading:
+            heading = (log.job_id, log.stream)
+            job = jobs.get(log.job_id)
+            attempt = f", attempt {job.attempt}" if job is not None and job.attempt > 1 else ""
+            print(f"==> {label(log.job_id)} ({log.stream}{attempt}) <==")
+        sys.stdout.write(log.body if log.body.endswith("\n") else log.body + "\n")
+    return 0
+
+
+async def _cancel(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    info = await engine.cancel(args.run_id)
+    print(f"run {info.id} {info.status}")
+    return 0
+
+
+async def _retry(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    info = await engine.retry(args.run_id)
+    if not args.wait:
+        print(f"run {info.id} {info.status} again from its failed steps")
+        print(
+            f"  execute it:  tidemill worker{db_option(args)}\n"
+            f"  watch it:    tidemill runs show {info.id}{db_option(args)}",
+            file=sys.stderr,
+        )
+        return 0
+    from tidemill.cli._run import Follower, follow
+
+    follower = Follower(engine, info.id, args)
+    await follower.prime()
+    follower.say(f"run {info.id} of flow {info.flow!r} retried from its failed steps")
+    return await follow(engine, follower, concurrency=args.concurrency)

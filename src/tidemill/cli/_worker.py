@@ -1,0 +1,245 @@
+"""`tidemill worker`: execute the runs of a store until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tidemill.cli._common import (
+    add_db_option,
+    db_url,
+    duration,
+    error_line,
+    positive_float,
+    positive_int,
+    run_prefix,
+)
+
+if TYPE_CHECKING:
+    from tidemill.store import ApprovalRow, JobRow, Store, Tx
+
+__all__ = ["register", "run"]
+
+log = logging.getLogger("tidemill.cli.worker")
+
+_EPILOG = """\
+Start as many workers as you like, on as many machines as share the store
+(PostgreSQL); each claims jobs under a lease it renews. The first SIGINT or
+SIGTERM stops claiming and finishes the steps in hand; a second one abandons
+them (another worker takes them over when their lease runs out).
+
+example:
+  tidemill worker --db postgresql://tidemill@db:5432/tidemill --concurrency 8
+"""
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> Callable[[argparse.Namespace], int]:
+    """Add the `worker` command; return the function that runs it."""
+    parser = subparsers.add_parser(
+        "worker",
+        help="execute the runs of a store until stopped",
+        description="Claim and execute the steps of every run in the store until SIGINT\n"
+        "or SIGTERM; then finish the steps in hand and exit.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_option(parser)
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="steps run at once (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--lease",
+        type=positive_float,
+        default=30.0,
+        metavar="S",
+        help="seconds a claim lasts unless renewed; another worker takes over a step "
+        "whose lease ran out (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--poll",
+        type=positive_float,
+        default=1.0,
+        metavar="S",
+        help="seconds between looks for new work when nothing signals it (default: %(default)s)",
+    )
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    """Work until stopped; return 0."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    root = logging.getLogger("tidemill")
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        return asyncio.run(_work(args))
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+async def _work(args: argparse.Namespace) -> int:
+    from tidemill.engine import AsyncEngine, Worker
+
+    engine = AsyncEngine(db_url(args))
+    try:
+        await engine.__aenter__()
+        reporter = _Reporter(engine.store)
+        worker = Worker(
+            engine.store,
+            concurrency=args.concurrency,
+            defs=engine.defs,
+            lease=args.lease,
+            poll=args.poll,
+            on_event=reporter.event,
+        )
+        stop = asyncio.Event()
+        signals = _Signals(stop)
+        signals.install()
+        task = asyncio.create_task(worker.run(stop))
+        log.info(
+            "worker %s started on %s (concurrency %d); stop it with Ctrl-C or SIGTERM",
+            worker.id,
+            engine.url,
+            worker.concurrency,
+        )
+        try:
+            while True:
+                waiter = asyncio.ensure_future(signals.pressed.wait())
+                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                if task.done():
+                    break
+                signals.pressed.clear()
+                if signals.count == 1 and reporter.running:
+                    log.info(
+                        "stopping: finishing %d running step(s) (signal again to abandon them)",
+                        len(reporter.running),
+                    )
+                elif signals.count == 1:
+                    log.info("stopping")
+                else:
+                    log.warning("abandoning the running steps; their leases will run out")
+                    task.cancel()
+            if not task.cancelled():
+                task.result()
+        finally:
+            signals.remove()
+            await reporter.drain()
+        log.info("worker %s stopped after %d step(s)", worker.id, worker.processed)
+        return 0
+    finally:
+        await engine.close()
+
+
+class _Signals:
+    """Counts SIGINT and SIGTERM; the first sets `stop`."""
+
+    def __init__(self, stop: asyncio.Event) -> None:
+        self.stop = stop
+        self.count = 0
+        self.pressed = asyncio.Event()
+        self._installed: list[signal.Signals] = []
+
+    def _press(self) -> None:
+        self.count += 1
+        self.stop.set()
+        self.pressed.set()
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._press)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
+                continue
+            self._installed.append(sig)
+
+    def remove(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._installed:
+            loop.remove_signal_handler(sig)
+
+
+class _Reporter:
+    """Logs each step a worker starts and ends, with its path in the run and its outcome."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.running: set[int] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last: asyncio.Task[None] | None = None
+
+    def event(self, kind: str, job: JobRow) -> None:
+        if kind == "claimed":
+            self.running.add(job.id)
+        else:
+            self.running.discard(job.id)
+        task = asyncio.get_running_loop().create_task(self._log(kind, job, self._last))
+        self._last = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _log(self, kind: str, job: JobRow, before: asyncio.Task[None] | None) -> None:
+        if before is not None and not before.done():
+            await asyncio.wait({before})  # one line after the other, in the order of events
+        try:
+            current, label, root, approval = await self.store.transact(
+                lambda tx: _describe(tx, job)
+            )
+        except Exception as exc:  # a log line is never worth stopping the worker for
+            log.warning("job %s (%s): %s", job.id, job.step_id, exc)
+            return
+        attempt = f" (attempt {job.attempt})" if job.attempt > 1 else ""
+        if kind == "claimed":
+            log.info("run %s: %s started%s", root, label, attempt)
+            return
+        status = current.status if current is not None else "gone"
+        took = ""
+        if current is not None and current.finished_at is not None:
+            took = " in " + duration(current.finished_at - (current.started_at or time.time()))
+        detail = ""
+        if current is not None and status == "failed" and current.error:
+            if "step" not in current.error:  # a container fails with its nested step's error
+                detail = f": {error_line(current.error)}"
+        elif status == "waiting":
+            detail = (
+                f" for approval {approval.id}: {approval.message}"
+                if approval is not None
+                else " for its branches"
+            )
+        elif status == "running":
+            detail = " elsewhere (this worker lost its lease)"
+        level = logging.WARNING if status == "failed" else logging.INFO
+        log.log(level, "run %s: %s %s%s%s%s", root, label, status, took, attempt, detail)
+
+    async def drain(self) -> None:
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=5)
+
+
+def _describe(tx: Tx, job: JobRow) -> tuple[JobRow | None, str, str, ApprovalRow | None]:
+    """The job as stored now, its path in the run, its top-level run, its pending approval."""
+    current = tx.job(job.id)
+    run = tx.run(job.run_id)
+    if run is None:
+        return current, job.step_id, job.run_id, None
+    approval = None
+    if current is not None and current.status == "waiting":
+        pending = tx.approvals(root_id=run.root_id)
+        approval = next((a for a in pending if a.job_id == job.id), None)
+    return current, run_prefix(run, tx.run) + job.step_id, run.root_id, approval
