@@ -48,3 +48,35 @@ def test_the_demo_pauses_approves_and_finishes(tmp_path: Path) -> None:
     assert "refunded 99.00 EUR on A-1001" in out
     assert "TRANSCRIPT" in out and "USAGE" in out
     assert (tmp_path / ".tidemill" / "demo.db").is_file()
+
+
+def test_the_readme_flow_is_the_example_file_and_every_example_flow_loads() -> None:
+    from tidemill.flows import Flow
+
+    readme = (ROOT / "README.md").read_text()
+    (block,) = re.findall(r"```yaml\n(name: greet.*?)```", readme, flags=re.DOTALL)
+    example = (ROOT / "examples" / "flows" / "greet.yaml").read_text()
+    assert example.endswith(block)
+    flows = sorted((ROOT / "examples" / "flows").glob("*.yaml"))
+    assert len(flows) >= 2
+    for path in flows:
+        assert Flow.load(path).steps
+
+
+def test_the_flow_demo_pauses_approves_and_finishes(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "flow_demo.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "The run is waiting: step 'approve' asks 'Ship this order?'" in out
+    assert "tidemill approvals approve" in out
+    assert "checking credit for ada@example.com" in out
+    assert '"amount": 279.7' in out
+    assert '"approved_by": "demo"' in out
+    assert (tmp_path / ".tidemill" / "demo.db").is_file()

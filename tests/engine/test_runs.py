@@ -402,3 +402,17 @@ async def test_a_join_reads_results_of_steps_inside_branches(engine: AsyncEngine
         ]
     )  # fmt: skip
     assert await run_to_end(engine, f) == {"a": 1, "b2": 20}
+
+
+async def test_a_failure_in_nested_loops_names_every_index(engine: AsyncEngine) -> None:
+    code = "def main(v):\n    if v == 3:\n        raise KeyError(v)\n    return v\n"
+    f = flow(
+        [{"id": "outer", "for_each": {"items": [[1], [2, 3]], "steps": [
+            {"id": "inner", "for_each": {"items": expr("iter.value"), "steps": [
+                script("x", code, inputs={"v": expr("iter.value")})]}}]}}]
+    )  # fmt: skip
+    async with engine.worker(poll=0.2, pool_size=1):
+        run_id = await engine.submit(f)
+        with pytest.raises(RunFailed) as caught:
+            await engine.wait(run_id, timeout=60)
+    assert caught.value.step == "outer[1]/inner[1]/x"

@@ -70,9 +70,10 @@ def register(
     parser.add_argument(
         "--poll",
         type=positive_float,
-        default=1.0,
+        default=None,
         metavar="S",
-        help="seconds between looks for new work when nothing signals it (default: %(default)s)",
+        help="seconds between looks for new work when nothing signals it "
+        "(default: 0.25 on SQLite, 1 on PostgreSQL, which signals new work)",
     )
     return run
 

@@ -228,6 +228,8 @@ class Transition:
     """Results recorded in this transaction, by (run id, step id)."""
     ended: list[str] = field(default_factory=list)
     """Top-level runs that ended in this transaction."""
+    queued: bool = False
+    """True when this transaction queued jobs (workers should claim)."""
     _notify: bool = False
 
     # --- creating runs ---------------------------------------------------
@@ -300,6 +302,7 @@ class Transition:
         if self._notify:
             self.tx.notify()
             self._notify = False
+            self.queued = True
 
     # --- a step finished -------------------------------------------------
 
@@ -443,7 +446,7 @@ class Transition:
     # --- failure, cancellation -------------------------------------------
 
     def _fail_run(self, run: RunRow, step_id: str, error: Mapping[str, Any]) -> None:
-        where = step_id if run.parent_id is None else f"{_label(run)}/{step_id}"
+        where = step_id if run.parent_id is None else f"{_label(self.tx, run)}/{step_id}"
         error = {**error, "step": error.get("step", where)}
         self._cancel_rest(run)
         self.tx.set_run(run.id, status="failed", finished_at=self.now, error=error)
@@ -663,12 +666,20 @@ class Transition:
         return None if flow.concurrency is None else flow.concurrency.limit
 
 
-def _label(run: RunRow) -> str:
-    """Where a child run sits, for messages: `each[2]`, `checks[1]`, `sub`."""
-    path = json.loads(run.scope)
-    parts = [step for step, _part in path]
-    label = "/".join(parts)
-    return f"{label}[{run.child_index}]" if run.child_index is not None else label
+def _label(tx: Tx, run: RunRow) -> str:
+    """Where a child run sits, from the top, for messages: `each[2]/inner[0]`, `pick`, `sub`.
+
+    Loop iterations and parallel branches carry their index; a branch case
+    and a sub-flow do not (there is only one).
+    """
+    segments: list[str] = []
+    current: RunRow | None = run
+    while current is not None and current.parent_id is not None:
+        step, part = json.loads(current.scope)[-1]
+        indexed = part == "body" or part.startswith("branch:")
+        segments.append(f"{step}[{current.child_index}]" if indexed else step)
+        current = tx.run(current.parent_id)
+    return "/".join(reversed(segments))
 
 
 def top_run_or_error(tx: Tx, run_id: str) -> RunRow:

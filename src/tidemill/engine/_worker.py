@@ -58,7 +58,8 @@ class Worker:
         defs: Flow definitions already parsed (shared with an engine).
         lease: Seconds a claim lasts without renewal; renewed every third of it.
         poll: Seconds between claims when nothing wakes the worker (PostgreSQL
-            `NOTIFY` and local submits wake it early).
+            `NOTIFY` and work queued in this process wake it early). The
+            default is 0.25 on SQLite, which has no `NOTIFY`, and 1 on PostgreSQL.
         pool_size: Script processes to keep ready (default: `concurrency`).
         worker_id: A name for the worker in the store (default: host and pid).
         on_event: Called with `(kind, job)` when a job starts (`claimed`) or
@@ -73,7 +74,7 @@ class Worker:
         concurrency: int = 4,
         defs: Definitions | None = None,
         lease: float = 30.0,
-        poll: float = 1.0,
+        poll: float | None = None,
         pool_size: int | None = None,
         worker_id: str | None = None,
         on_event: Callable[[str, JobRow], None] | None = None,
@@ -83,7 +84,7 @@ class Worker:
         self.concurrency = max(1, concurrency)
         self.defs = defs or Definitions()
         self.lease = lease
-        self.poll = poll
+        self.poll = poll if poll is not None else (0.25 if store.dialect == "sqlite" else 1.0)
         self.pool_size = pool_size or self.concurrency
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
         self.on_event = on_event
@@ -134,11 +135,13 @@ class Worker:
             for helper in helpers:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
-            if self._slots:
-                await asyncio.gather(*self._slots, return_exceptions=True)
-            if self._pool is not None:
-                await self._pool.close()
-                self._pool = None
+            try:
+                if self._slots:
+                    await asyncio.gather(*self._slots, return_exceptions=True)
+            finally:
+                if self._pool is not None:
+                    await self._pool.close()
+                    self._pool = None
 
     async def _idle(self, stop: asyncio.Event) -> None:
         """Sleep until woken, a slot frees, `stop` is set, or the poll interval passes."""
@@ -242,7 +245,7 @@ class Worker:
         lease_until = time.time() + self.lease
         take = Take(self.id, lease_until, 1)
 
-        def record(tx: Tx) -> tuple[list[tuple[JobRow, _Prepared]], bool]:
+        def record(tx: Tx) -> tuple[list[tuple[JobRow, _Prepared]], bool, bool]:
             change = Transition(tx, self.defs, time.time(), take)
             if isinstance(action, Outcome):
                 if action.status == "succeeded" and step.stop_after_if is not None:
@@ -272,9 +275,11 @@ class Worker:
                 (t, self._prepare(tx, job=t, known=_known(change.recorded, t.run_id)))
                 for t in taken
             ]
-            return prepared, bool(change.ended)
+            return prepared, bool(change.ended), change.queued
 
-        taken, ended = await self.store.transact(record)
+        taken, ended, queued = await self.store.transact(record)
+        if queued:
+            self.wake()  # this worker may have free slots for them
         if ended and self.on_run_ended is not None:
             self.on_run_ended()  # after the commit, so a waiter reads the end
         return taken
