@@ -118,7 +118,7 @@ async def _worker_main(url: str) -> None:
     await engine.store.transact(lambda tx: tx.counts())  # connected and warm
     print("ready", flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)
-    async with engine.worker(concurrency=1, poll=0.2):
+    async with engine.worker(concurrency=int(os.environ.get("TM_BENCH_CONCURRENCY", "1")), poll=0.2):
         await stop.wait()
     await engine.close()
 

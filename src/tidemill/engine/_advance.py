@@ -230,6 +230,7 @@ class Transition:
     """Top-level runs that ended in this transaction."""
     queued: bool = False
     """True when this transaction queued jobs (workers should claim)."""
+    _locked: set[str] = field(default_factory=set)
     _notify: bool = False
 
     # --- creating runs ---------------------------------------------------
@@ -307,8 +308,13 @@ class Transition:
     # --- a step finished -------------------------------------------------
 
     def complete(self, job: JobRow, outcome: Outcome) -> list[JobRow]:
-        """Record a claimed job's outcome; move the run on. Raises `LeaseLost` when fenced."""
-        run = self.tx.run(job.run_id, lock=True)
+        """Record a claimed job's outcome; move the run on. Raises `LeaseLost` when fenced.
+
+        The run's row is locked first, always: every change to a run (a cancel,
+        a sibling's failure, a fan-in) takes the run, then its jobs, in that
+        order, so they serialise without deadlocks and none is missed.
+        """
+        run = self._fetch_locked(job.run_id)
         if run is None:
             raise RunNotFound(f"Run {job.run_id} is gone.")
         if outcome.logs:
@@ -316,8 +322,14 @@ class Transition:
         if outcome.status == "failed":
             self._failed(run, job, outcome)
         else:
-            self._finish(job, "succeeded" if outcome.status == "succeeded" else "skipped")
-            self._recorded(run, job.step_id, job.id, outcome.status, outcome.result, outcome.stop)
+            status = "succeeded" if outcome.status == "succeeded" else "skipped"
+            if not self.tx.finish_and_record(
+                job, status=status, value=outcome.result, now=self.now
+            ):
+                raise _lost(job)
+            self._recorded(
+                run, job.step_id, job.id, status, outcome.result, outcome.stop, stored=True
+            )
         self.flush()
         return self.taken
 
@@ -325,10 +337,7 @@ class Transition:
         if not self.tx.finish_job(
             job.id, status=status, now=self.now, epoch=job.epoch, error=error
         ):
-            raise LeaseLost(
-                f"Job {job.id} ({job.step_id}) is no longer held at epoch {job.epoch}.",
-                context={"job": job.id, "epoch": job.epoch},
-            )
+            raise _lost(job)
 
     def _failed(self, run: RunRow, job: JobRow, outcome: Outcome) -> None:
         error = outcome.error or {"type": "Error", "message": "the step failed"}
@@ -345,10 +354,19 @@ class Transition:
         self._fail_run(run, job.step_id, error)
 
     def _recorded(
-        self, run: RunRow, step_id: str, job_id: int, status: str, value: Any, stop: bool
+        self,
+        run: RunRow,
+        step_id: str,
+        job_id: int,
+        status: str,
+        value: Any,
+        stop: bool,
+        *,
+        stored: bool = False,
     ) -> None:
-        """A step of `run` is done: store its result, then schedule or finish."""
-        self.tx.insert_result(run.id, step_id, job_id, status, value, self.now)
+        """A step of `run` is done: store its result (unless `stored`), then move on."""
+        if not stored:
+            self.tx.insert_result(run.id, step_id, job_id, status, value, self.now)
         if run.status != "running":
             return  # the run was cancelled or failed meanwhile; keep the result only
         if stop:
@@ -362,6 +380,7 @@ class Transition:
             # The common case (a chain, a fan-out): no other step's state matters.
             self._start_steps(run, [scope.by_id[d] for d in dependents])
             return
+        run = self._lock(run)
         if not dependents and len(scope.steps) == 1:
             self._finish_run(run, self._body_result(run, scope))
             return
@@ -370,6 +389,21 @@ class Transition:
             self._schedule(run, states)
         elif scope.complete(states):
             self._finish_run(run, self._body_result(run, scope))
+
+    def _lock(self, run: RunRow) -> RunRow:
+        """The run's row, locked until the transaction ends (read afresh once)."""
+        if run.id in self._locked:
+            return run
+        locked = self._fetch_locked(run.id)
+        if locked is None:
+            raise RunNotFound(f"Run {run.id} is gone.")
+        return locked
+
+    def _fetch_locked(self, run_id: str) -> RunRow | None:
+        run = self.tx.run(run_id, lock=True)
+        if run is not None:
+            self._locked.add(run_id)
+        return run
 
     def _body_result(self, run: RunRow, scope: Scope) -> Any:
         if scope.result is None:
@@ -383,8 +417,7 @@ class Transition:
         return scope.result.evaluate(context)
 
     def _finish_run(self, run: RunRow, value: Any) -> None:
-        self.tx.put_payload(run.id, "result", value)
-        self.tx.set_run(run.id, status="succeeded", finished_at=self.now)
+        self.tx.end_run(run.id, result=value, now=self.now)
         run.status = "succeeded"
         if run.parent_job is not None:
             self._child_done(run)
@@ -396,7 +429,7 @@ class Transition:
 
     def spawn(self, job: JobRow, plan: SpawnPlan) -> list[JobRow]:
         """Park a container job and start its children; done at once when there are none."""
-        run = self.tx.run(job.run_id, lock=True)
+        run = self._fetch_locked(job.run_id)
         if run is None:
             raise RunNotFound(f"Run {job.run_id} is gone.")
         if not self.tx.park_job(job.id, job.epoch):
@@ -417,7 +450,7 @@ class Transition:
     def _child_done(self, child: RunRow) -> None:
         assert child.parent_id is not None
         assert child.parent_job is not None
-        parent = self.tx.run(child.parent_id, lock=True)
+        parent = self._fetch_locked(child.parent_id)
         job = self.tx.job(child.parent_job)
         if parent is None or job is None or job.status != "waiting":
             return
@@ -452,7 +485,7 @@ class Transition:
         self.tx.set_run(run.id, status="failed", finished_at=self.now, error=error)
         run.status = "failed"
         if run.parent_job is not None and run.parent_id is not None:
-            parent = self.tx.run(run.parent_id, lock=True)
+            parent = self._fetch_locked(run.parent_id)
             job = self.tx.job(run.parent_job)
             if parent is None or job is None or job.status != "waiting":
                 return
@@ -493,7 +526,7 @@ class Transition:
         return run
 
     def _top(self, run_id: str) -> RunRow:
-        run = self.tx.run(run_id, lock=True)
+        run = self._fetch_locked(run_id)
         if run is None:
             raise RunNotFound(
                 f"No run {run_id} in this store.", hint="List runs with `tidemill runs list`."
@@ -552,7 +585,7 @@ class Transition:
         on_timeout: str,
     ) -> ApprovalRow:
         """Park an approval step's job until a person decides (or the timeout passes)."""
-        run = self.tx.run(job.run_id, lock=True)
+        run = self._fetch_locked(job.run_id)
         if run is None:
             raise RunNotFound(f"Run {job.run_id} is gone.")
         if not self.tx.park_job(job.id, job.epoch):
@@ -616,7 +649,7 @@ class Transition:
     def _resolve(
         self, approval: ApprovalRow, status: str, actor: str | None, comment: str | None
     ) -> None:
-        run = self.tx.run(approval.run_id, lock=True)
+        run = self._fetch_locked(approval.run_id)
         if not self.tx.decide_approval(
             approval.id, status=status, by=actor, comment=comment, now=self.now
         ):
@@ -664,6 +697,13 @@ class Transition:
     def _gate_limit(self, run: RunRow) -> int | None:
         flow = load_definition(self.tx, self.defs, run.digest)
         return None if flow.concurrency is None else flow.concurrency.limit
+
+
+def _lost(job: JobRow) -> LeaseLost:
+    return LeaseLost(
+        f"Job {job.id} ({job.step_id}) is no longer held at epoch {job.epoch}.",
+        context={"job": job.id, "epoch": job.epoch},
+    )
 
 
 def _label(tx: Tx, run: RunRow) -> str:

@@ -224,20 +224,34 @@ class Worker:
             if taken:
                 job, prepared = taken[0]
 
-    def _prepare(self, tx: Tx, *, job: JobRow, known: dict[str, Any] | None = None) -> _Prepared:
+    def _prepare(
+        self,
+        tx: Tx,
+        *,
+        job: JobRow,
+        known: dict[str, Any] | None = None,
+        run: tuple[RunRow, Any] | None = None,
+    ) -> _Prepared:
+        """Read what executing `job` needs: its run, step and the values its expressions see.
+
+        `run` is the job's run and its context when the claim brought them.
+        """
         cached = self._runs.get(job.run_id)
+        if cached is None and run is not None:
+            cached = (run[0], run[1] or {})
         if cached is None:
-            run = tx.run(job.run_id)
-            assert run is not None
-            cached = (run, tx.payload(run.id, "context", {}))
+            found = tx.run_and_payload(job.run_id, "context")
+            assert found is not None
+            cached = (found[0], found[1] or {})
+        if job.run_id not in self._runs:
             if len(self._runs) >= 1024:
                 self._runs.pop(next(iter(self._runs)))
             self._runs[job.run_id] = cached
-        run, payload = cached
-        load_definition(tx, self.defs, run.digest)
-        step = self.defs.scope(run.digest, run.scope).by_id[job.step_id]
-        context = context_for(tx, self.defs, run, step, payload, known)
-        return _Prepared(job, run, step, context)
+        row, payload = cached
+        load_definition(tx, self.defs, row.digest)
+        step = self.defs.scope(row.digest, row.scope).by_id[job.step_id]
+        context = context_for(tx, self.defs, row, step, payload, known)
+        return _Prepared(job, row, step, context)
 
     async def _execute(self, prepared: _Prepared) -> list[tuple[JobRow, _Prepared]]:
         job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
@@ -268,13 +282,16 @@ class Worker:
                     on_timeout=action.on_timeout,
                 )
                 taken = []
-            if not taken and not self._stopping:
-                # This slot frees up: take the next queued job in the same transaction.
-                taken = tx.claim(self.id, 1, now=change.now, lease_until=lease_until, reclaim=False)
             prepared = [
                 (t, self._prepare(tx, job=t, known=_known(change.recorded, t.run_id)))
                 for t in taken
             ]
+            if not taken and not self._stopping:
+                # This slot frees up: take the next queued job in the same transaction.
+                for job_, run_, ctx in tx.claim_with_runs(
+                    self.id, 1, now=change.now, lease_until=lease_until, reclaim=False
+                ):
+                    prepared.append((job_, self._prepare(tx, job=job_, run=(run_, ctx))))
             return prepared, bool(change.ended), change.queued
 
         taken, ended, queued = await self.store.transact(record)

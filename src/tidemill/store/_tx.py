@@ -110,6 +110,19 @@ class Tx:
         row = self.one(f"SELECT {_RUN} FROM tm_runs WHERE id = ?{suffix}", (run_id,))
         return None if row is None else RunRow.of(row)
 
+    def run_and_payload(self, run_id: str, key: str) -> tuple[RunRow, Any] | None:
+        """A run and one of its payloads (None when absent), in one query."""
+        columns = ", ".join(f"r.{name.strip()}" for name in _RUN.split(","))
+        row = self.one(
+            f"SELECT {columns}, p.body FROM tm_runs r LEFT JOIN tm_payloads p "
+            "ON p.run_id = r.id AND p.key = ? WHERE r.id = ?",
+            (key, run_id),
+        )
+        if row is None:
+            return None
+        *run, body = row
+        return RunRow.of(tuple(run)), None if body is None else json.loads(body)
+
     def set_run(self, run_id: str, **fields: Any) -> None:
         """Update a run's columns (`error` is given as a dict)."""
         if "error" in fields and fields["error"] is not None:
@@ -221,6 +234,41 @@ class Tx:
         claimed.sort(key=lambda job: job.id)
         return claimed
 
+    def claim_with_runs(
+        self, worker: str, limit: int, *, now: float, lease_until: float, reclaim: bool = True
+    ) -> list[tuple[JobRow, RunRow, Any]]:
+        """`claim`, each job with its run and the run's `context` payload.
+
+        On PostgreSQL the queued jobs come with their runs in one statement.
+        """
+        if self.dialect == "sqlite" or reclaim:
+            out = []
+            for job in self.claim(worker, limit, now=now, lease_until=lease_until, reclaim=reclaim):
+                found = self.run_and_payload(job.run_id, "context")
+                assert found is not None
+                out.append((job, found[0], found[1]))
+            return out
+        job_columns = ", ".join(f"c.{name.strip()}" for name in _JOB.split(","))
+        run_columns = ", ".join(f"r.{name.strip()}" for name in _RUN.split(","))
+        rows = self.all(
+            "WITH c AS (UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
+            "epoch = epoch + 1, started_at = ? WHERE status = 'queued' AND id IN ("
+            "SELECT id FROM tm_jobs WHERE status = 'queued' AND run_at <= ? "
+            f"ORDER BY run_at, id LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING {_JOB}) "
+            f"SELECT {job_columns}, {run_columns}, p.body FROM c "
+            "JOIN tm_runs r ON r.id = c.run_id "
+            "LEFT JOIN tm_payloads p ON p.run_id = c.run_id AND p.key = 'context' ORDER BY c.id",
+            (worker, lease_until, now, now, limit),
+        )
+        width = len(_JOB.split(","))
+        out = []
+        for row in rows:
+            body = row[-1]
+            job = JobRow.of(tuple(row[:width]))
+            run = RunRow.of(tuple(row[width:-1]))
+            out.append((job, run, None if body is None else json.loads(body)))
+        return out
+
     def _reclaim(self, worker: str, limit: int, *, now: float, lease_until: float) -> list[JobRow]:
         """Take over jobs whose lease ran out; each claim moves the job's epoch on."""
         reclaim = (
@@ -271,6 +319,41 @@ class Tx:
             sql += " AND epoch = ?"
             params.append(epoch)
         return bool(self.execute(sql, params).rowcount == 1)
+
+    def finish_and_record(self, job: JobRow, *, status: str, value: Any, now: float) -> bool:
+        """Finish a claimed job (fenced by its epoch) and record its step's result.
+
+        One statement on PostgreSQL; False, with nothing written, when the
+        job is no longer held at that epoch.
+        """
+        body = dumps(value)
+        if self.dialect == "sqlite":
+            if not self.finish_job(job.id, status=status, now=now, epoch=job.epoch):
+                return False
+            self.insert_result(job.run_id, job.step_id, job.id, status, value, now)
+            return True
+        row = self.one(
+            "WITH done AS (UPDATE tm_jobs SET status = ?, finished_at = ?, error = NULL, "
+            "lease_until = NULL WHERE id = ? AND status = 'running' AND epoch = ? RETURNING id) "
+            "INSERT INTO tm_results (run_id, step_id, job_id, status, body, recorded_at) "
+            "SELECT ?, ?, done.id, ?, ?, ? FROM done RETURNING job_id",
+            (status, now, job.id, job.epoch, job.run_id, job.step_id, status, body, now),
+        )
+        return row is not None
+
+    def end_run(self, run_id: str, *, result: Any, now: float) -> None:
+        """Mark a run succeeded and store its result (one statement on PostgreSQL)."""
+        if self.dialect == "sqlite":
+            self.put_payload(run_id, "result", result)
+            self.set_run(run_id, status="succeeded", finished_at=now)
+            return
+        self.execute(
+            "WITH ended AS (UPDATE tm_runs SET status = 'succeeded', finished_at = ? "
+            "WHERE id = ? RETURNING id) INSERT INTO tm_payloads (run_id, key, body) "
+            "SELECT id, 'result', ? FROM ended "
+            "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body",
+            (now, run_id, dumps(result)),
+        )
 
     def park_job(self, job_id: int, epoch: int) -> bool:
         """Move a running job to `waiting` (for a person or for child runs); fenced by epoch."""
