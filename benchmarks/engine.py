@@ -54,6 +54,7 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 STEPS = 40
 TARGET_MS = {"in-process SQLite": 1.0, "in-process PostgreSQL": 2.0, "script": 10.0}
 WORKER_FLAG = "--tidemill-worker"
+CONCURRENCY = 1  # per worker process in the throughput table, as Procrastinate's workers
 
 
 def chain(kind: str, steps: int) -> Flow:
@@ -118,7 +119,7 @@ async def _worker_main(url: str) -> None:
     await engine.store.transact(lambda tx: tx.counts())  # connected and warm
     print("ready", flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)
-    async with engine.worker(concurrency=int(os.environ.get("TM_BENCH_CONCURRENCY", "1")), poll=0.2):
+    async with engine.worker(concurrency=CONCURRENCY, poll=0.2):
         await stop.wait()
     await engine.close()
 

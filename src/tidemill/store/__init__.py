@@ -15,7 +15,7 @@ Example:
     ...     await store.close()
     ...     return len(applied), counts
     >>> asyncio.run(main())
-    (2, {})
+    (3, {})
 """
 
 from tidemill.store._migrate import Migration, check, current_version, migrations, pending, upgrade

@@ -140,17 +140,25 @@ class ApprovalRow:
     decided_at: float | None
     decided_by: str | None
     comment: str | None
+    kind: str = "step"
+    """`step` (an approval step), or what paused an agent step: `tool_call`, ..."""
+    details: dict[str, Any] | None = None
+    """What the pause is about, for kinds other than `step` (JSON)."""
 
     COLUMNS = (
         "id, run_id, root_id, job_id, step_id, message, approvers, on_timeout, status, "
-        "created_at, expires_at, decided_at, decided_by, comment"
+        "created_at, expires_at, decided_at, decided_by, comment, kind, details"
     )
 
     @classmethod
     def of(cls, row: tuple[Any, ...]) -> ApprovalRow:
         """Build from a row selected with `COLUMNS`."""
-        (id_, run_id, root_id, job_id, step_id, message, approvers, *rest) = row
-        return cls(id_, run_id, root_id, job_id, step_id, message, json.loads(approvers), *rest)
+        (id_, run_id, root_id, job_id, step_id, message, approvers, on_timeout, status) = row[:9]
+        (created, expires, decided_at, decided_by, comment, kind, details) = row[9:]
+        return cls(
+            id_, run_id, root_id, job_id, step_id, message, json.loads(approvers), on_timeout,
+            status, created, expires, decided_at, decided_by, comment, kind, _json(details),
+        )  # fmt: skip
 
 
 @dataclass(slots=True)

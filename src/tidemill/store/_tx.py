@@ -481,7 +481,7 @@ class Tx:
         """Add an approval request."""
         self.execute(
             f"INSERT INTO tm_approvals ({_APPROVAL}) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 approval.id,
                 approval.run_id,
@@ -497,6 +497,8 @@ class Tx:
                 approval.decided_at,
                 approval.decided_by,
                 approval.comment,
+                approval.kind,
+                None if approval.details is None else dumps(approval.details),
             ),
         )
 

@@ -77,7 +77,9 @@ CREATE TABLE tm_approvals (
     expires_at DOUBLE PRECISION,
     decided_at DOUBLE PRECISION,
     decided_by TEXT,
-    comment    TEXT
+    comment    TEXT,
+    kind       TEXT NOT NULL DEFAULT 'step',
+    details    TEXT
 );
 CREATE INDEX tm_approvals_root ON tm_approvals (root_id);
 CREATE INDEX tm_approvals_expiry ON tm_approvals (expires_at) WHERE status = 'pending';
@@ -95,3 +97,23 @@ CREATE INDEX tm_logs_run ON tm_logs (run_id, id);
 CREATE TABLE tm_gates (
     key TEXT PRIMARY KEY
 );
+
+CREATE TABLE tm_usage (
+    id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id        TEXT NOT NULL,
+    root_id       TEXT NOT NULL,
+    step_id       TEXT NOT NULL,
+    job_id        BIGINT NOT NULL,
+    attempt       INTEGER NOT NULL,
+    model         TEXT NOT NULL,
+    provider      TEXT NOT NULL,
+    input_tokens  INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd      DOUBLE PRECISION,
+    latency_ms    DOUBLE PRECISION NOT NULL,
+    error         TEXT,
+    experiment_id TEXT,
+    exposure_id   TEXT,
+    at            DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX tm_usage_root ON tm_usage (root_id, id);
