@@ -151,7 +151,8 @@ def test_problems_in_sub_flow_files(tmp_path: Path) -> None:
             "y",
             "kind",
             "in the sub-flow of step 'a' (broken.yaml): the step has no kind; "
-            "set one of script, flow, branch, parallel, for_each, approval, identity",
+            "set one of script, flow, branch, parallel, for_each, approval, identity, "
+            "ai_action, ai_agent",
         ),
     ]
 

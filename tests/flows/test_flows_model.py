@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from tidemill.errors import ExpressionError, FlowInputError
 from tidemill.flows import (
+    AIAction,
+    AIAgent,
     Approval,
     Branch,
     Expr,
@@ -60,6 +62,8 @@ def test_every_kind_is_a_step_field_with_a_step_kind_model() -> None:
         "for_each": ForEach,
         "approval": Approval,
         "identity": Identity,
+        "ai_action": AIAction,
+        "ai_agent": AIAgent,
     }
     assert set(expected) == set(Step.KINDS)
     for kind, model in expected.items():

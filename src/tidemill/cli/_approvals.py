@@ -1,12 +1,19 @@
-"""`tidemill approvals`: list the decisions runs wait for, approve or reject them."""
+"""`tidemill approvals`: list the decisions runs wait for, approve or reject them.
+
+Runs wait for approval steps, and for tool calls of `ai_agent` steps whose
+tool requires approval (kind `tool_call`): those are listed with the tool's
+name and arguments; approving one may replace its arguments (`--edit-args`),
+rejecting one tells the agent's model why (`--comment`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tidemill.cli._common import (
     Painter,
@@ -30,7 +37,30 @@ examples:
   tidemill approvals list
   tidemill approvals approve APPROVAL --as alice --comment "looks good"
   tidemill approvals reject APPROVAL --as alice --comment "too risky"
+  tidemill approvals approve APPROVAL --edit-args '{"amount": 20}'   # a tool call's
 """
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """Read `--edit-args`: a JSON object.
+
+    Example:
+        >>> _json_object('{"amount": 20}')
+        {'amount': 20}
+        >>> _json_object("[1]")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a JSON object of arguments, e.g. '{"amount": 20}'
+    """
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            """expected a JSON object of arguments, e.g. '{"amount": 20}'"""
+        )
+    return value
 
 
 def register(
@@ -53,7 +83,12 @@ def register(
     listing.add_argument("--json", action="store_true", help="print JSON")
     subs = [listing]
     for name, verb in (("approve", "Approve"), ("reject", "Reject")):
-        effect = "the run goes on" if name == "approve" else "the step fails, and with it the run"
+        effect = (
+            "the run goes on (a tool call runs, as it is or with --edit-args)"
+            if name == "approve"
+            else "an approval step fails, and with it the run; a tool call does not run, "
+            "and the agent's model is told why (--comment)"
+        )
         sub = actions.add_parser(
             name, help=f"{verb.lower()} an approval", description=f"{verb}: {effect}."
         )
@@ -65,6 +100,14 @@ def register(
             help="who decides (must be one of the approvers when the step names them)",
         )
         sub.add_argument("--comment", metavar="TEXT", help="why; kept with the decision")
+        if name == "approve":
+            sub.add_argument(
+                "--edit-args",
+                dest="edited_arguments",
+                metavar="JSON",
+                type=_json_object,
+                help="a tool call's arguments to run it with instead of the model's",
+            )
         subs.append(sub)
     for sub in subs:
         add_db_option(sub)
@@ -98,13 +141,22 @@ async def _list(engine: AsyncEngine, args: argparse.Namespace) -> int:
             _who(row),
             stamp(row.created_at),
             _expiry(row),
-            row.message,
+            _what(row),
         ]
         for row in rows
     ]
     headers = ["ID", "RUN", "STEP", "STATUS", "APPROVERS", "CREATED", "EXPIRES", "MESSAGE"]
     print(table(headers, lines))
     return 0
+
+
+def _what(row: ApprovalRow) -> str:
+    """The message, or for a tool call its tool and arguments."""
+    if row.kind != "tool_call":
+        return row.message
+    details = row.details or {}
+    arguments = json.dumps(details.get("arguments", {}), ensure_ascii=False)
+    return f"tool call {details.get('tool', '?')} {arguments}"
 
 
 def _who(row: ApprovalRow) -> str:
@@ -120,8 +172,15 @@ def _expiry(row: ApprovalRow) -> str:
 
 
 async def _decide(engine: AsyncEngine, args: argparse.Namespace) -> int:
-    decide = engine.approve if args.action == "approve" else engine.reject
-    row = await decide(args.approval_id, actor=args.actor, comment=args.comment)
+    if args.action == "approve":
+        row = await engine.approve(
+            args.approval_id,
+            actor=args.actor,
+            comment=args.comment,
+            edited_arguments=args.edited_arguments,
+        )
+    else:
+        row = await engine.reject(args.approval_id, actor=args.actor, comment=args.comment)
     by = f" by {row.decided_by}" if row.decided_by else ""
     print(f"approval {row.id} {row.status}{by} (run {row.root_id}, step {row.step_id})")
     return 0

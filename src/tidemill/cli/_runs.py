@@ -1,4 +1,4 @@
-"""`tidemill runs`: list runs, show one with its steps, print its logs, cancel or retry it."""
+"""`tidemill runs`: list runs, show one with its steps, its logs or model usage; cancel, retry."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tidemill.cli._common import (
     duration,
     error_line,
     failed_step,
+    first_line,
     info_dict,
     job_dict,
     job_duration,
@@ -39,6 +40,7 @@ examples:
   tidemill runs list --status failed
   tidemill runs show RUN
   tidemill runs logs RUN --step fetch
+  tidemill runs usage RUN
   tidemill runs retry RUN --wait
 """
 
@@ -80,6 +82,14 @@ def register(
         "--step", metavar="ID", help="only this step (its id, or its path such as each[2]/fetch)"
     )
 
+    usage = actions.add_parser(
+        "usage",
+        help="the model calls of a run's AI steps: tokens, cost, latency",
+        description="Every model call of a run's AI steps, one a line, and the totals.",
+    )
+    usage.add_argument("run_id", metavar="RUN")
+    usage.add_argument("--json", action="store_true", help="print JSON")
+
     cancel = actions.add_parser(
         "cancel",
         help="cancel a run",
@@ -106,14 +116,21 @@ def register(
         help="with --wait: steps run at once (default: %(default)s)",
     )
 
-    for sub in (listing, show, logs, cancel, retry):
+    for sub in (listing, show, logs, usage, cancel, retry):
         add_db_option(sub)
     return run
 
 
 def run(args: argparse.Namespace) -> int:
     """Run one `runs` action; return its exit status."""
-    actions = {"list": _list, "show": _show, "logs": _logs, "cancel": _cancel, "retry": _retry}
+    actions = {
+        "list": _list,
+        "show": _show,
+        "logs": _logs,
+        "usage": _usage,
+        "cancel": _cancel,
+        "retry": _retry,
+    }
     action = actions[args.action]
     return with_engine(args, lambda engine: action(engine, args))
 
@@ -247,6 +264,61 @@ async def _logs(engine: AsyncEngine, args: argparse.Namespace) -> int:
             print(f"==> {label(log.job_id)} ({log.stream}{attempt}) <==")
         sys.stdout.write(log.body if log.body.endswith("\n") else log.body + "\n")
     return 0
+
+
+async def _usage(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    info = await engine.get(args.run_id)
+    calls = await engine.usage(info.id)
+    prefixes = await tree_prefixes(engine, info.id)
+    for call in calls:
+        call["path"] = prefixes.get(call["run_id"], "") + call["step_id"]
+    priced = [call["cost_usd"] for call in calls if call["cost_usd"] is not None]
+    unpriced = sum(1 for call in calls if call["cost_usd"] is None and call["error"] is None)
+    totals = {
+        "calls": len(calls),
+        "failed_calls": sum(1 for call in calls if call["error"] is not None),
+        "input_tokens": sum(call["input_tokens"] for call in calls),
+        "output_tokens": sum(call["output_tokens"] for call in calls),
+        "cost_usd": sum(priced) if priced or not unpriced else None,
+        "unpriced_calls": unpriced,
+    }
+    if args.json:
+        print(dump_json({"run_id": info.id, "calls": calls, "totals": totals}))
+        return 0
+    if not calls:
+        print(f"run {info.id}: no model calls", file=sys.stderr)
+        return 0
+    rows = [
+        [
+            call["path"],
+            str(call["attempt"]),
+            call["model"],
+            call["provider"],
+            str(call["input_tokens"]),
+            str(call["output_tokens"]),
+            _cost(call["cost_usd"], failed=call["error"] is not None),
+            f"{call['latency_ms']:.0f}ms",
+            first_line(call["error"] or ""),
+        ]
+        for call in calls
+    ]
+    headers = ["STEP", "ATTEMPT", "MODEL", "PROVIDER", "IN", "OUT", "COST", "LATENCY", "ERROR"]
+    print(table(headers, rows))
+    cost = "unpriced" if totals["cost_usd"] is None else _cost(totals["cost_usd"])
+    if totals["cost_usd"] is not None and unpriced:
+        cost += f" + {unpriced} unpriced call(s)"
+    failed = f" ({totals['failed_calls']} failed)" if totals["failed_calls"] else ""
+    print(
+        f"total  {len(calls)} call(s){failed}, {totals['input_tokens']} in + "
+        f"{totals['output_tokens']} out tokens, {cost}"
+    )
+    return 0
+
+
+def _cost(cost: float | None, *, failed: bool = False) -> str:
+    if cost is None:
+        return "-" if failed else "unpriced"
+    return f"${cost:.6f}".rstrip("0").rstrip(".") if cost else "$0"
 
 
 async def _cancel(engine: AsyncEngine, args: argparse.Namespace) -> int:

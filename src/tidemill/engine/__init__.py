@@ -19,12 +19,15 @@ Example:
 from tidemill.engine._engine import AsyncEngine, RunInfo
 from tidemill.engine._execute import StepInfo, current_step
 from tidemill.engine._facade import Engine, Run
+from tidemill.engine._models import ModelChoice, ModelResolver, default_models
 from tidemill.engine._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.engine._worker import Worker
 
 __all__ = [
     "AsyncEngine",
     "Engine",
+    "ModelChoice",
+    "ModelResolver",
     "Run",
     "RunInfo",
     "ScriptCall",
@@ -33,4 +36,5 @@ __all__ = [
     "StepInfo",
     "Worker",
     "current_step",
+    "default_models",
 ]

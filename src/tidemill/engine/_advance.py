@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from tidemill.engine._agent_approvals import check_decision, expired_decision
 from tidemill.engine._ids import new_id
 from tidemill.engine._scope import Definitions, Scope, child_scope
 from tidemill.errors import (
@@ -23,8 +24,11 @@ from tidemill.errors import (
     RunNotFound,
     RunStateError,
 )
-from tidemill.flows import Flow, Step
+from tidemill.flows import Flow, Step, compile_expression, placeholders
 from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx
+
+if TYPE_CHECKING:
+    from tidemill.engine._agent_pause import AgentPause
 
 __all__ = [
     "Outcome",
@@ -52,6 +56,7 @@ class Outcome:
         retryable: False for failures a retry cannot fix (a bad expression).
         stop: True when the step's `stop_after_if` held.
         logs: What the step printed, as `(stream, text)` pairs.
+        usage: One record per model call the step made (see `Tx.insert_usage`).
     """
 
     status: Literal["succeeded", "skipped", "failed"]
@@ -60,6 +65,7 @@ class Outcome:
     retryable: bool = True
     stop: bool = False
     logs: tuple[tuple[str, str], ...] = ()
+    usage: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(slots=True)
@@ -140,14 +146,28 @@ def context_for(
 
 
 def step_reads(step: Step) -> set[str] | None:
-    """The result ids a step's expressions name; None when they read `results` whole."""
+    """The result ids a step's expressions name; None when they read `results` whole.
+
+    The `{{ ... }}` placeholders of an AI step's prompts count too.
+    """
     wanted: set[str] = set()
-    for expression in step.expressions():
+    expressions = list(step.expressions())
+    for template in _templates(step):
+        expressions.extend(compile_expression(text) for text in placeholders(template))
+    for expression in expressions:
         used = expression.results_used
         if used is None:
             return None
         wanted |= used
     return wanted
+
+
+def _templates(step: Step) -> list[str]:
+    if step.ai_action is not None:
+        return [step.ai_action.prompt, step.ai_action.system]
+    if step.ai_agent is not None:
+        return [step.ai_agent.system]
+    return []
 
 
 def _results(
@@ -319,6 +339,8 @@ class Transition:
             raise RunNotFound(f"Run {job.run_id} is gone.")
         if outcome.logs:
             self.tx.append_logs(run.id, job.id, outcome.logs, self.now)
+        for usage in outcome.usage:
+            self.tx.insert_usage(run, job, usage, self.now)
         if outcome.status == "failed":
             self._failed(run, job, outcome)
         else:
@@ -597,15 +619,54 @@ class Transition:
         self.tx.insert_approval(approval)
         return approval
 
+    def park_for_tool_calls(self, job: JobRow, pause: AgentPause) -> list[ApprovalRow]:
+        """Park an agent step's job until its pending tool calls are decided.
+
+        Records what the step spent and printed so far, then one approval row
+        of kind `tool_call` per pending call. Raises `LeaseLost` when fenced.
+        """
+        run = self._fetch_locked(job.run_id)
+        if run is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        if not self.tx.park_job(job.id, job.epoch):
+            raise _lost(job)
+        if pause.logs:
+            self.tx.append_logs(run.id, job.id, pause.logs, self.now)
+        for usage in pause.usage:
+            self.tx.insert_usage(run, job, usage, self.now)
+        expires = None if pause.timeout is None else self.now + pause.timeout
+        rows = []
+        for request in pause.requests:
+            approval = ApprovalRow(
+                new_id(), run.id, run.root_id, job.id, job.step_id, request.message,
+                request.approvers, pause.on_timeout, "pending", self.now, expires, None, None,
+                None, "tool_call", request.details,
+            )  # fmt: skip
+            self.tx.insert_approval(approval)
+            rows.append(approval)
+        return rows
+
     def decide(
-        self, approval_id: str, *, approve: bool, actor: str | None, comment: str | None
+        self,
+        approval_id: str,
+        *,
+        approve: bool,
+        actor: str | None,
+        comment: str | None,
+        edited_arguments: Mapping[str, Any] | None = None,
     ) -> ApprovalRow:
         """Record a person's decision and move the run on.
 
+        A tool call's approval (kind `tool_call`) must still match the agent's
+        journal; deciding it queues the agent step again once all its pending
+        calls are decided. `edited_arguments` (approvals of tool calls only)
+        replace the model's arguments.
+
         Raises:
             RunNotFound: No such approval.
-            ApprovalDecisionError: Already decided, expired, cancelled, or
-                `actor` is not one of its approvers.
+            ApprovalDecisionError: Already decided, expired, cancelled,
+                `actor` is not one of its approvers, the agent moved on
+                (`mismatch`), or the edited arguments are refused (`arguments`).
         """
         approval = self.tx.approval(approval_id, lock=True)
         if approval is None:
@@ -614,7 +675,9 @@ class Transition:
                 hint="List pending approvals with `tidemill approvals list`.",
             )
         if approval.status != "pending":
-            reason = "cancelled" if approval.status == "cancelled" else "decided"
+            reason = {"cancelled": "cancelled", "expired": "expired"}.get(
+                approval.status, "decided"
+            )
             raise ApprovalDecisionError(
                 f"Approval {approval_id} is already {approval.status}"
                 + (f" by {approval.decided_by}." if approval.decided_by else "."),
@@ -634,17 +697,67 @@ class Transition:
                 hint="Decide as one of the approvers (--as NAME).",
             )
         status = "approved" if approve else "rejected"
-        self._resolve(approval, status, actor, comment)
+        if approval.kind == "tool_call":
+            decision = check_decision(
+                self.tx,
+                approval,
+                approve=approve,
+                actor=actor,
+                comment=comment,
+                edited_arguments=edited_arguments,
+            )
+            self._resolve_tool_call(approval, status, actor, comment, decision)
+        else:
+            if edited_arguments is not None:
+                raise ApprovalDecisionError(
+                    f"Approval {approval_id} is an approval step's; only a tool call's "
+                    "approval takes edited arguments.",
+                    reason="arguments",
+                )
+            self._resolve(approval, status, actor, comment)
         approval.status, approval.decided_by, approval.comment = status, actor, comment
         return approval
 
     def expire_approvals(self, limit: int = 20) -> int:
-        """Resolve pending approvals whose timeout passed, by their `on_timeout`."""
+        """Resolve pending approvals whose timeout passed, by their `on_timeout`.
+
+        An expired tool call's approval is a rejection the agent's model is told about.
+        """
         expired = self.tx.expired_approvals(self.now, limit)
         for approval in expired:
+            if approval.kind == "tool_call":
+                self._resolve_tool_call(approval, "expired", None, "timed out", expired_decision())
+                continue
             status = "approved" if approval.on_timeout == "approve" else "expired"
             self._resolve(approval, status, None, "timed out")
         return len(expired)
+
+    def _resolve_tool_call(
+        self,
+        approval: ApprovalRow,
+        status: str,
+        actor: str | None,
+        comment: str | None,
+        decision: dict[str, Any],
+    ) -> None:
+        """Store a tool call's decision; queue the agent step again once none is pending."""
+        run = self._fetch_locked(approval.run_id)
+        details = {**(approval.details or {}), "decision": decision}
+        if not self.tx.decide_approval(
+            approval.id, status=status, by=actor, comment=comment, now=self.now, details=details
+        ):
+            raise ApprovalDecisionError(
+                f"Approval {approval.id} was decided meanwhile.", reason="decided"
+            )
+        approval.details = details
+        job = self.tx.job(approval.job_id)
+        if run is None or run.status != "running" or job is None or job.status != "waiting":
+            return
+        if any(row.status == "pending" for row in self.tx.job_approvals(job.id)):
+            return  # the step resumes once every call of its pause is decided
+        if self.tx.requeue_job(job.id, self.now):
+            self._notify = True
+        self.flush()
 
     def _resolve(
         self, approval: ApprovalRow, status: str, actor: str | None, comment: str | None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tidemill.engine._advance import Transition
+from tidemill.engine._agent_journal import Journal, open_journal, thread_id
 from tidemill.engine._scope import Definitions
 from tidemill.engine._worker import Worker
 from tidemill.errors import RunFailed, RunNotFound, RunStateError, RunTimeout
@@ -33,6 +34,7 @@ from tidemill.store import (
     check,
     upgrade,
 )
+from tidemill.types import Message
 
 __all__ = ["AsyncEngine", "RunInfo"]
 
@@ -257,6 +259,18 @@ class AsyncEngine:
         logs: list[LogRow] = await self._transact(lambda tx: tx.logs(run.id))
         return logs
 
+    async def usage(self, run_id: str) -> list[dict[str, Any]]:
+        """Every model call of a run's AI steps (and its branches, loops, sub-flows), oldest first.
+
+        Each record has `run_id`, `step_id`, `job_id`, `attempt`, `model`,
+        `provider`, `input_tokens`, `output_tokens`, `cost_usd` (None when
+        unpriced), `latency_ms`, `error` (None when the call succeeded),
+        `experiment_id`, `exposure_id` and `at`.
+        """
+        run = await self.get(run_id)
+        rows: list[dict[str, Any]] = await self._transact(lambda tx: tx.usage(run.id))
+        return rows
+
     async def approvals(
         self, run_id: str | None = None, *, status: str | None = "pending"
     ) -> list[ApprovalRow]:
@@ -267,29 +281,78 @@ class AsyncEngine:
         return rows
 
     async def approve(
-        self, approval_id: str, *, actor: str | None = None, comment: str | None = None
+        self,
+        approval_id: str,
+        *,
+        actor: str | None = None,
+        comment: str | None = None,
+        edited_arguments: Mapping[str, Any] | None = None,
     ) -> ApprovalRow:
-        """Approve: the approval step succeeds and the run goes on."""
-        return await self._decide(approval_id, True, actor, comment)
+        """Approve: the approval step succeeds and the run goes on.
+
+        For a tool call of an `ai_agent` step (kind `tool_call`), the call
+        runs once every call of the pause is decided, with `edited_arguments`
+        instead of the model's when given (checked against the tool's schema).
+
+        Raises:
+            ApprovalDecisionError: See `Transition.decide` (`reason` says why).
+        """
+        return await self._decide(approval_id, True, actor, comment, edited_arguments)
 
     async def reject(
         self, approval_id: str, *, actor: str | None = None, comment: str | None = None
     ) -> ApprovalRow:
-        """Reject: the approval step fails, and with it the run."""
-        return await self._decide(approval_id, False, actor, comment)
+        """Reject: the approval step fails, and with it the run.
+
+        For a tool call of an `ai_agent` step, the call does not run: the
+        model is told it was rejected, with `comment` as the feedback, and
+        the agent goes on.
+        """
+        return await self._decide(approval_id, False, actor, comment, None)
 
     async def _decide(
-        self, approval_id: str, approve: bool, actor: str | None, comment: str | None
+        self,
+        approval_id: str,
+        approve: bool,
+        actor: str | None,
+        comment: str | None,
+        edited_arguments: Mapping[str, Any] | None,
     ) -> ApprovalRow:
         now = time.time()
         row: ApprovalRow = await self._transact(
             lambda tx: Transition(tx, self.defs, now).decide(
-                approval_id, approve=approve, actor=actor, comment=comment
+                approval_id,
+                approve=approve,
+                actor=actor,
+                comment=comment,
+                edited_arguments=edited_arguments,
             )
         )
         for worker in self._workers:
             worker.wake()
         return row
+
+    async def transcript(self, run_id: str, step_id: str) -> list[Message]:
+        """The conversation of an `ai_agent` step, read from its journal (empty before it starts).
+
+        `run_id` is the top-level run; a step inside a branch or a loop is
+        found in it (the latest one to run, in a loop).
+
+        Raises:
+            RunNotFound: No such run.
+        """
+        run = await self.get(run_id)
+
+        def where(tx: Tx) -> str | None:
+            jobs = [job for job in tx.tree_jobs(run.id) if job.step_id == step_id]
+            return jobs[-1].run_id if jobs else None
+
+        owner: str | None = await self._transact(where)
+        if owner is None:
+            return []
+        async with open_journal(self.url) as checkpointer:
+            journal = await Journal.read(checkpointer, thread_id(owner, step_id))
+        return list(journal.state.messages)
 
     @contextlib.asynccontextmanager
     async def worker(self, concurrency: int = 4, **options: Any) -> AsyncIterator[Worker]:

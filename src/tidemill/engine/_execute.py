@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidemill.engine._advance import Outcome, SpawnPlan
+from tidemill.engine._models import ModelResolver
 from tidemill.engine._pool import ScriptCall, ScriptPool
 from tidemill.errors import ExpressionError, FlowInputError
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
-from tidemill.store import JobRow, RunRow
+from tidemill.store import JobRow, RunRow, Store
 
-__all__ = ["ApprovalPlan", "StepInfo", "current_step", "execute", "stop_requested"]
+__all__ = ["ApprovalPlan", "StepEnv", "StepInfo", "current_step", "execute", "stop_requested"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +94,31 @@ def _failed(error: BaseException, *, retryable: bool = True) -> Outcome:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class StepEnv:
+    """What executing a step may use besides its inputs.
+
+    Attributes:
+        job: The claimed job (its `attempt`, its `epoch`).
+        run: The job's run.
+        pool: The worker's script pool (started on first use).
+        models: Builds the model of an AI step.
+        store: The store, for steps that keep state of their own there (an
+            agent's journal).
+    """
+
+    job: JobRow
+    run: RunRow
+    pool: Callable[[], ScriptPool]
+    models: ModelResolver
+    store: Store
+
+
 async def execute(
-    step: Step,
-    context: dict[str, Any],
-    job: JobRow,
-    run: RunRow,
-    pool: Callable[[], ScriptPool],
+    step: Step, context: dict[str, Any], env: StepEnv
 ) -> Outcome | SpawnPlan | ApprovalPlan:
     """Execute one step with the values its expressions see."""
+    job, run, pool = env.job, env.run, env.pool
     try:
         if step.skip_if is not None and evaluate_condition(
             compile_expression(step.skip_if), context
@@ -115,6 +133,14 @@ async def execute(
         return Outcome("succeeded", inputs if step.inputs else context.get("previous_result"))
     if kind == "script":
         return await _script(step, inputs, info, pool)
+    if kind == "ai_action":
+        from tidemill.engine._ai_action import run_ai_action
+
+        return await run_ai_action(step, inputs, context, env)
+    if kind == "ai_agent":
+        from tidemill.engine._ai_agent import run_ai_agent
+
+        return await run_ai_agent(step, inputs, context, env)
     if kind == "approval":
         settings = step.approval
         assert settings is not None

@@ -13,6 +13,7 @@ from tidemill.engine._worker import Worker
 from tidemill.errors import RunStateError
 from tidemill.flows import Flow
 from tidemill.store import ApprovalRow, JobRow, LogRow
+from tidemill.types import Message
 
 __all__ = ["Engine", "Run"]
 
@@ -130,6 +131,11 @@ class Engine:
         result: list[LogRow] = self._call(self.core.logs(run_id))
         return result
 
+    def usage(self, run_id: str) -> list[dict[str, Any]]:
+        """Every model call of a run's AI steps, oldest first (see `AsyncEngine.usage`)."""
+        result: list[dict[str, Any]] = self._call(self.core.usage(run_id))
+        return result
+
     def approvals(
         self, run_id: str | None = None, *, status: str | None = "pending"
     ) -> list[ApprovalRow]:
@@ -138,18 +144,34 @@ class Engine:
         return result
 
     def approve(
-        self, approval_id: str, *, actor: str | None = None, comment: str | None = None
+        self,
+        approval_id: str,
+        *,
+        actor: str | None = None,
+        comment: str | None = None,
+        edited_arguments: Mapping[str, Any] | None = None,
     ) -> ApprovalRow:
-        """Approve a pending approval."""
+        """Approve a pending approval (a tool call's with `edited_arguments`, if given)."""
         result: ApprovalRow = self._call(
-            self.core.approve(approval_id, actor=actor, comment=comment)
+            self.core.approve(
+                approval_id, actor=actor, comment=comment, edited_arguments=edited_arguments
+            )
         )
+        return result
+
+    def transcript(self, run_id: str, step_id: str) -> list[Message]:
+        """The conversation of an `ai_agent` step (see `AsyncEngine.transcript`)."""
+        result: list[Message] = self._call(self.core.transcript(run_id, step_id))
         return result
 
     def reject(
         self, approval_id: str, *, actor: str | None = None, comment: str | None = None
     ) -> ApprovalRow:
-        """Reject a pending approval (its run fails)."""
+        """Reject a pending approval: an approval step fails its run; a tool call is refused.
+
+        A refused tool call goes back to the agent's model as an error with
+        `comment` as the feedback; the agent goes on.
+        """
         result: ApprovalRow = self._call(
             self.core.reject(approval_id, actor=actor, comment=comment)
         )

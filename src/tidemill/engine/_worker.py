@@ -28,8 +28,10 @@ from tidemill.engine._advance import (
     context_for,
     load_definition,
 )
-from tidemill.engine._execute import ApprovalPlan, execute, stop_requested
+from tidemill.engine._agent_pause import AgentPause
+from tidemill.engine._execute import ApprovalPlan, StepEnv, execute, stop_requested
 from tidemill.engine._ids import new_id
+from tidemill.engine._models import ModelResolver, default_models
 from tidemill.engine._pool import ScriptPool
 from tidemill.engine._scope import Definitions
 from tidemill.errors import LeaseLost, StoreError
@@ -65,6 +67,11 @@ class Worker:
         on_event: Called with `(kind, job)` when a job starts (`claimed`) or
             ends (`finished`); for progress displays.
         on_run_ended: Called when this worker has ended a run (after the commit).
+        models: Builds the model of each AI step (default: from its spec, with
+            the provider layer; pass a resolver of scripted models offline).
+        max_claims: A job claimed more often than this (each worker holding it
+            died or hung past its lease) fails with `WorkerLost` instead of
+            being run again.
     """
 
     def __init__(
@@ -79,6 +86,8 @@ class Worker:
         worker_id: str | None = None,
         on_event: Callable[[str, JobRow], None] | None = None,
         on_run_ended: Callable[[], None] | None = None,
+        models: ModelResolver = default_models,
+        max_claims: int = 10,
     ) -> None:
         self.store = store
         self.concurrency = max(1, concurrency)
@@ -89,6 +98,8 @@ class Worker:
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
         self.on_event = on_event
         self.on_run_ended = on_run_ended
+        self.models = models
+        self.max_claims = max_claims
         self._pool: ScriptPool | None = None
         self._held: dict[int, int] = {}
         self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, _Prepared]]]] = {}
@@ -195,6 +206,7 @@ class Worker:
             self._held[job.id] = job.epoch
             if self.on_event is not None:
                 self.on_event("claimed", job)
+            work: asyncio.Task[list[tuple[JobRow, _Prepared]]] | None = None
             try:
                 if prepared is None:
                     prepared = await self.store.transact(partial(self._prepare, job=job))
@@ -214,8 +226,10 @@ class Worker:
                 log.exception("job %s: could not record it; its lease will expire", job.id)
                 taken = []
             finally:
-                self._held.pop(job.id, None)
-                self._tasks.pop(job.id, None)
+                if self._held.get(job.id) == job.epoch:
+                    del self._held[job.id]
+                if work is not None and self._tasks.get(job.id) is work:
+                    del self._tasks[job.id]
                 self.processed += 1
                 if self.on_event is not None:
                     self.on_event("finished", job)
@@ -255,7 +269,21 @@ class Worker:
 
     async def _execute(self, prepared: _Prepared) -> list[tuple[JobRow, _Prepared]]:
         job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
-        action = await execute(step, context, job, run, self._script_pool)
+        env = StepEnv(job, run, self._script_pool, self.models, self.store)
+        action: Outcome | SpawnPlan | ApprovalPlan
+        if job.epoch > self.max_claims and await self._claims(job, step) > self.max_claims:
+            # Every worker that took this job died with it: stop handing it out.
+            action = Outcome(
+                "failed",
+                error={
+                    "type": "WorkerLost",
+                    "message": f"the step was claimed {job.epoch} times and each worker "
+                    "stopped before recording it (a crash or kill in the step?)",
+                },
+                retryable=False,
+            )
+        else:
+            action = await execute(step, context, env)
         lease_until = time.time() + self.lease
         take = Take(self.id, lease_until, 1)
 
@@ -272,6 +300,9 @@ class Worker:
                 taken = change.complete(job, action)
             elif isinstance(action, SpawnPlan):
                 taken = change.spawn(job, action)
+            elif isinstance(action, AgentPause):
+                change.park_for_tool_calls(job, action)
+                taken = []
             else:
                 assert isinstance(action, ApprovalPlan)
                 change.park_for_approval(
@@ -300,6 +331,19 @@ class Worker:
         if ended and self.on_run_ended is not None:
             self.on_run_ended()  # after the commit, so a waiter reads the end
         return taken
+
+    async def _claims(self, job: JobRow, step: Step) -> int:
+        """How often workers took `job` and stopped without recording anything.
+
+        An agent step's job is claimed once more after each of its pauses for
+        approval (it is queued again when they are decided); those claims are
+        not lost ones.
+        """
+        if step.kind != "ai_agent":
+            return job.epoch
+        rows = await self.store.transact(lambda tx: tx.job_approvals(job.id))
+        pauses = {row.created_at for row in rows if row.kind == "tool_call"}
+        return job.epoch - len(pauses)
 
     async def _renew_forever(self) -> None:
         while True:

@@ -10,6 +10,7 @@ Expressions (`{expr: ...}`, `skip_if`, `when`) are compiled once with
 `compile_expression` and evaluated safely over plain data.
 """
 
+from tidemill.flows._ai import AgentLimits, AgentToolSpec, AIAction, AIAgent, placeholders
 from tidemill.flows._approval import Approval
 from tidemill.flows._base import Expr, StepKind
 from tidemill.flows._duration import parse_duration
@@ -24,6 +25,10 @@ from tidemill.flows._script import ScriptStep
 from tidemill.flows._step import Body, Branch, Case, ForEach, Parallel, Step, StepSettings, SubFlow
 
 __all__ = [
+    "AIAction",
+    "AIAgent",
+    "AgentLimits",
+    "AgentToolSpec",
     "Approval",
     "Body",
     "Branch",
@@ -47,5 +52,6 @@ __all__ = [
     "evaluate_condition",
     "evaluate_inputs",
     "parse_duration",
+    "placeholders",
     "resolved_needs",
 ]

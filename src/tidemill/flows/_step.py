@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from tidemill.flows._ai import AIAction, AIAgent
 from tidemill.flows._approval import Approval
 from tidemill.flows._base import (
     Expr,
@@ -160,7 +161,9 @@ class SubFlow(StepKind):
         return self
 
 
-StepSettings = ScriptStep | SubFlow | Branch | Parallel | ForEach | Approval | Identity
+StepSettings = (
+    ScriptStep | SubFlow | Branch | Parallel | ForEach | Approval | Identity | AIAction | AIAgent
+)
 """The model behind a step's kind key."""
 
 
@@ -184,6 +187,8 @@ class Step(FlowModel):
         "for_each",
         "approval",
         "identity",
+        "ai_action",
+        "ai_agent",
     )
     """The kind keys; a step sets exactly one. A new kind is a new field listed here."""
 
@@ -231,6 +236,12 @@ class Step(FlowModel):
 
     identity: Identity | None = None
     """Pass data through: the inputs, or the previous result."""
+
+    ai_action: AIAction | None = None
+    """Call a model once; validate its answer against an output schema."""
+
+    ai_agent: AIAgent | None = None
+    """Run an agent durably: model calls and tool calls, journaled in the store."""
 
     @model_validator(mode="before")
     @classmethod

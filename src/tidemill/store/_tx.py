@@ -275,9 +275,12 @@ class Tx:
             "UPDATE tm_jobs SET worker = ?, lease_until = ?, epoch = epoch + 1, started_at = ? "
             "WHERE status = 'running' AND lease_until < ? AND id IN ("
             "SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < ? "
+            # A worker never takes over its own job: it may still be running it
+            # (its renewals failed for a while); another worker will, if it died.
+            "AND worker <> ? "
             f"ORDER BY lease_until LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
         )
-        rows = self.all(reclaim, (worker, lease_until, now, now, now, limit))
+        rows = self.all(reclaim, (worker, lease_until, now, now, now, worker, limit))
         return [JobRow.of(row) for row in rows]
 
     def renew(self, worker: str, held: Mapping[int, int], lease_until: float) -> set[int]:
@@ -370,6 +373,15 @@ class Tx:
             "UPDATE tm_jobs SET status = ?, finished_at = NULL, error = NULL "
             "WHERE id = ? AND status = ?",
             (status, job_id, expect),
+        )
+        return bool(cursor.rowcount == 1)
+
+    def requeue_job(self, job_id: int, now: float) -> bool:
+        """Queue a waiting job again (an agent step whose approvals were decided)."""
+        cursor = self.execute(
+            "UPDATE tm_jobs SET status = 'queued', run_at = ?, worker = NULL, lease_until = NULL "
+            "WHERE id = ? AND status = 'waiting'",
+            (now, job_id),
         )
         return bool(cursor.rowcount == 1)
 
@@ -475,6 +487,44 @@ class Tx:
         )
         return [LogRow(*row) for row in rows]
 
+    # --- usage ----------------------------------------------------------
+
+    _USAGE = (
+        "model",
+        "provider",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "latency_ms",
+        "error",
+        "experiment_id",
+        "exposure_id",
+    )
+
+    def insert_usage(self, run: RunRow, job: JobRow, usage: Mapping[str, Any], now: float) -> None:
+        """Record one model call of a step: model, provider, tokens, cost, latency, error.
+
+        `usage` holds the keys of `_USAGE`; missing ones are null (tokens 0).
+        """
+        values = [usage.get(key) for key in self._USAGE]
+        values[2] = int(values[2] or 0)
+        values[3] = int(values[3] or 0)
+        values[5] = float(values[5] or 0.0)
+        self.execute(
+            "INSERT INTO tm_usage (run_id, root_id, step_id, job_id, attempt, "
+            f"{', '.join(self._USAGE)}, at) VALUES ({', '.join('?' for _ in range(15))})",
+            (run.id, run.root_id, job.step_id, job.id, job.attempt, *values, now),
+        )
+
+    def usage(self, root_id: str) -> list[dict[str, Any]]:
+        """Every model call recorded for a run and its child runs, oldest first."""
+        columns = ("run_id", "step_id", "job_id", "attempt", *self._USAGE, "at")
+        rows = self.all(
+            f"SELECT {', '.join(columns)} FROM tm_usage WHERE root_id = ? ORDER BY id",
+            (root_id,),
+        )
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
     # --- approvals ------------------------------------------------------
 
     def insert_approval(self, approval: ApprovalRow) -> None:
@@ -527,15 +577,37 @@ class Tx:
         return [ApprovalRow.of(row) for row in rows]
 
     def decide_approval(
-        self, approval_id: str, *, status: str, by: str | None, comment: str | None, now: float
+        self,
+        approval_id: str,
+        *,
+        status: str,
+        by: str | None,
+        comment: str | None,
+        now: float,
+        details: Mapping[str, Any] | None = None,
     ) -> bool:
-        """Close a pending approval; False when it was no longer pending."""
-        cursor = self.execute(
-            "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ? "
-            "WHERE id = ? AND status = 'pending'",
-            (status, by, comment, now, approval_id),
-        )
+        """Close a pending approval (replacing its `details` when given); False when not pending."""
+        if details is None:
+            cursor = self.execute(
+                "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ? "
+                "WHERE id = ? AND status = 'pending'",
+                (status, by, comment, now, approval_id),
+            )
+        else:
+            cursor = self.execute(
+                "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ?, "
+                "details = ? WHERE id = ? AND status = 'pending'",
+                (status, by, comment, now, dumps(details), approval_id),
+            )
         return bool(cursor.rowcount == 1)
+
+    def job_approvals(self, job_id: int) -> list[ApprovalRow]:
+        """Every approval a job asked for, oldest first (an agent step may ask several)."""
+        rows = self.all(
+            f"SELECT {_APPROVAL} FROM tm_approvals WHERE job_id = ? ORDER BY created_at, id",
+            (job_id,),
+        )
+        return [ApprovalRow.of(row) for row in rows]
 
     def expired_approvals(self, now: float, limit: int = 20) -> list[ApprovalRow]:
         """Pending approvals whose time is up."""
@@ -553,6 +625,24 @@ class Tx:
             "WHERE run_id = ? AND status = 'pending'",
             (now, run_id),
         )
+
+    # --- agent journals -------------------------------------------------
+
+    def journal(self, thread_id: str) -> list[tuple[int, str]]:
+        """An agent thread's journal entries as `(seq, JSON text)`, oldest first.
+
+        The journal table is the agent library's (`tidemill_journal`, kept by
+        its SQLite or PostgreSQL checkpointer in the store's database); an
+        `ai_agent` step creates it on first use.
+        """
+        rows = self.all(
+            "SELECT seq, payload FROM tidemill_journal WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        )
+        return [
+            (int(seq), payload if isinstance(payload, str) else dumps(payload))
+            for seq, payload in rows
+        ]
 
     # --- concurrency gates ---------------------------------------------
 

@@ -1,0 +1,88 @@
+"""`AgentPause`: an agent step waits for decisions on some of its tool calls.
+
+It is the approval plan of an `ai_agent` step. The worker records it in one
+transaction: the step's usage so far, the job parked as `waiting`, and one
+approval row of kind `tool_call` per pending call. Once every one of them is
+decided (or expired), the job is queued again and a worker resumes the
+agent with the decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidemill.agents.journal import ThreadState
+from tidemill.engine._agent_approvals import call_details, call_message
+from tidemill.engine._execute import ApprovalPlan
+from tidemill.flows import AIAgent
+
+__all__ = ["AgentPause", "ToolCallRequest", "pause_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """One pending tool call, as its approval row records it.
+
+    Attributes:
+        message: The call in one line (tool name and arguments).
+        approvers: Who may decide it; empty means anyone.
+        details: The session, turn, request id, expected journal entry, tool,
+            arguments and argument schema (see `call_details`).
+    """
+
+    message: str
+    approvers: list[str]
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPause(ApprovalPlan):
+    """An agent step's pause: the calls to decide, and what the step spent and printed so far."""
+
+    requests: tuple[ToolCallRequest, ...] = ()
+    usage: tuple[dict[str, Any], ...] = ()
+    logs: tuple[tuple[str, str], ...] = field(default=())
+
+
+def pause_for(
+    state: ThreadState,
+    agent: AIAgent,
+    schemas: Mapping[str, Mapping[str, Any]],
+    *,
+    usage: tuple[dict[str, Any], ...] = (),
+    logs: tuple[tuple[str, str], ...] = (),
+) -> AgentPause:
+    """The pause of a thread waiting for decisions on `state.pending`.
+
+    Example:
+        >>> from tidemill.agents.journal import ApprovalRequested
+        >>> from tidemill.types import ToolCall
+        >>> agent = AIAgent(model="fake", approval_timeout=60, tools=[
+        ...     {"name": "pay", "script": "def main(n: int): ...", "approvers": ["ann"]}])
+        >>> state = ThreadState("t")
+        >>> state.apply(1, ApprovalRequested(calls=(ToolCall(id="c1", name="pay"),)))
+        >>> pause = pause_for(state, agent, {"pay": {"type": "object"}})
+        >>> pause.timeout, pause.requests[0].approvers, pause.requests[0].details["expected_seq"]
+        (60.0, ['ann'], 1)
+    """
+    approvers = {tool.name: list(tool.approvers) for tool in agent.tools}
+    requests = tuple(
+        ToolCallRequest(
+            call_message(call),
+            approvers.get(call.name, []),
+            call_details(state, call, schemas.get(call.name, {"type": "object"})),
+        )
+        for call in state.pending.values()
+    )
+    first = requests[0].message if requests else ""
+    return AgentPause(
+        message=first,
+        approvers=sorted({name for request in requests for name in request.approvers}),
+        timeout=agent.approval_timeout,
+        on_timeout="reject",
+        requests=requests,
+        usage=usage,
+        logs=logs,
+    )

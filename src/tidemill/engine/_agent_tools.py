@@ -1,0 +1,187 @@
+"""The tools of an `ai_agent` step: inline scripts and functions, run in the script pool.
+
+Each tool's schema comes from its function's signature (parsed, never run
+in the worker); the arguments a flow binds with `inputs` are left out of it,
+so the model neither sees nor sets them. A call runs in the worker's script
+pool with the idempotency key `<run id>:<step id>:<tool call id>`, the same
+on every attempt of that call (after a crash, it runs again with it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidemill.engine._agent_schema import function_source, signature_schema
+from tidemill.engine._pool import ScriptCall, ScriptPool
+from tidemill.errors import ConfigurationError, ExpressionError
+from tidemill.flows import AgentToolSpec, compile_expression
+from tidemill.tools import Tool, ToolContext, ToolReturn
+
+__all__ = ["ToolSite", "bind_inputs", "pool_tool", "tool_schema"]
+
+
+def tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
+    r"""A tool's JSON Schema as the model sees it (bound arguments left out), and its description.
+
+    Raises:
+        ConfigurationError: The source does not parse, lacks the function, or
+            `inputs` binds an argument the function does not take.
+
+    Example:
+        >>> spec = AgentToolSpec(name="refund", inputs={"currency": "EUR"},
+        ...     script="def main(order: str, currency: str):\n    '''Refund.'''\n")
+        >>> schema, description = tool_schema(spec)
+        >>> schema["properties"], schema["required"], description
+        ({'order': {'type': 'string'}}, ['order'], 'Refund.')
+    """
+    if spec.script is not None:
+        found = signature_schema(spec.script, where=f"the script of tool {spec.name!r}")
+    else:
+        assert spec.function is not None
+        source, name = function_source(spec.function)
+        found = signature_schema(source, name, where=f"the module of tool {spec.name!r}")
+    parameters = json.loads(json.dumps(found.parameters))
+    properties: dict[str, Any] = parameters["properties"]
+    for bound in spec.inputs:
+        if bound not in properties and not parameters["additionalProperties"]:
+            raise ConfigurationError(
+                f"Tool {spec.name!r} binds {bound!r} in its inputs, "
+                "but its function takes no such parameter.",
+                hint=f"Its parameters are: {', '.join(found.names) or 'none'}.",
+            )
+        properties.pop(bound, None)
+    required = [name for name in parameters.pop("required", []) if name not in spec.inputs]
+    if required:
+        parameters["required"] = required
+    ordered = {
+        "type": "object",
+        "properties": properties,
+        **({"required": required} if required else {}),
+        "additionalProperties": parameters["additionalProperties"],
+    }
+    return ordered, spec.description or found.description
+
+
+def bind_inputs(spec: AgentToolSpec, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a flow binds for a tool: static values, or `{expr: ...}` over `values`.
+
+    `values` are the step's evaluated inputs and the run's values
+    (`flow_input`, `results`, `previous_result`).
+
+    Raises:
+        ExpressionError: An expression failed.
+
+    Example:
+        >>> spec = AgentToolSpec(name="t", script="def main(a, b): ...",
+        ...                      inputs={"a": 1, "b": {"expr": "customer.id"}})
+        >>> bind_inputs(spec, {"customer": {"id": "c7"}})
+        {'a': 1, 'b': 'c7'}
+    """
+    bound: dict[str, Any] = {}
+    for name, value in spec.inputs.items():
+        if isinstance(value, dict) and set(value) == {"expr"} and isinstance(value["expr"], str):
+            try:
+                bound[name] = compile_expression(value["expr"]).evaluate(values)
+            except ExpressionError as exc:
+                raise ExpressionError(
+                    exc.expression, f"tool {spec.name!r} input {name!r}: {exc.reason}"
+                ) from None
+        else:
+            bound[name] = json.loads(json.dumps(value))
+    return bound
+
+
+@dataclass(slots=True)
+class ToolSite:
+    """Where an agent step's tools run, and what they leave behind.
+
+    Attributes:
+        run_id: The step's run.
+        step_id: The step.
+        attempt: The job's attempt (`TIDEMILL_ATTEMPT`).
+        pool: The worker's script pool.
+        timeout: Seconds one call may run; None waits (the step's bounds still apply).
+        logs: What the calls printed, as `(stream, text)` pairs.
+    """
+
+    run_id: str
+    step_id: str
+    attempt: int
+    pool: Callable[[], ScriptPool]
+    timeout: float | None = None
+    logs: list[tuple[str, str]] = field(default_factory=list)
+
+    def key(self, call_id: str) -> str:
+        """The idempotency key of one tool call: the same on every attempt of the call.
+
+        Example:
+            >>> ToolSite("r1", "agent", 1, ScriptPool).key("call_9")
+            'r1:agent:call_9'
+        """
+        return f"{self.run_id}:{self.step_id}:{call_id}"
+
+    def environment(self, context: ToolContext) -> dict[str, str]:
+        """The variables a tool call sees besides the worker's."""
+        return {
+            "TIDEMILL_RUN_ID": self.run_id,
+            "TIDEMILL_STEP_ID": self.step_id,
+            "TIDEMILL_ATTEMPT": str(self.attempt),
+            "TIDEMILL_IDEMPOTENCY_KEY": self.key(context.call_id),
+            "TIDEMILL_TOOL_CALL_ID": context.call_id,
+            "TIDEMILL_TOOL_ATTEMPT": str(context.attempt),
+        }
+
+
+class _PoolTool(Tool):
+    """A tool whose calls run a script (or an importable function) in the pool."""
+
+    def __init__(
+        self,
+        spec: AgentToolSpec,
+        parameters: dict[str, Any],
+        description: str,
+        bound: dict[str, Any],
+        site: ToolSite,
+    ) -> None:
+        super().__init__(
+            name=spec.name,
+            description=description,
+            parameters=parameters,
+            requires_approval=spec.requires_approval,
+        )
+        self._spec = spec
+        self._bound = bound
+        self._site = site
+
+    async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
+        """Run the call in the pool; a failure is an error result the model sees."""
+        spec, site = self._spec, self._site
+        call = ScriptCall(
+            code=spec.script,
+            function=None if spec.script is not None else spec.function,
+            args={**arguments, **self._bound},
+            env=site.environment(context),
+            timeout=site.timeout,
+        )
+        outcome = await site.pool().run(call)
+        for stream, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
+            if text:
+                site.logs.append((stream, f"[{spec.name} {context.call_id}] {text}"))
+        if outcome.ok:
+            return outcome.result
+        error = outcome.error or {"type": "Error", "message": "the tool failed"}
+        return ToolReturn(f"{error['type']}: {error['message']}", is_error=True)
+
+
+def pool_tool(spec: AgentToolSpec, values: Mapping[str, Any], site: ToolSite) -> Tool:
+    """The `Tool` for one tool of an agent step.
+
+    Raises:
+        ConfigurationError: See `tool_schema`.
+        ExpressionError: See `bind_inputs`.
+    """
+    parameters, description = tool_schema(spec)
+    return _PoolTool(spec, parameters, description, bind_inputs(spec, values), site)

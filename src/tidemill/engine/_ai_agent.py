@@ -1,0 +1,404 @@
+"""The `ai_agent` step: an agent run as a durable step of a flow.
+
+`run_ai_agent` is what a worker runs for an `ai_agent` step. The agent is
+the agent library's reason/act loop, its journal kept in the store's
+database under a thread id derived from the run and the step. Whatever
+attempt of the step runs (a retry, a worker that took over after a crash, a
+resume after approvals) reads that journal first and continues from it:
+
+- a thread that finished (or failed at a bound) whose outcome was not
+  recorded yet gives that outcome again, without asking the model;
+- a thread paused for approvals resumes with the decisions stored on the
+  step's approval rows, or pauses again if there are none;
+- a thread whose worker died resumes: answered model turns are not asked
+  again, finished tool calls are not run again, and a call that was in
+  flight runs again with the same idempotency key;
+- otherwise a new agent run starts with the step's input `user_message`.
+
+Bounds (`max_iterations`, `limits`) end the step with a non-retryable
+`LimitExceeded` naming the bound and its value, with the partial transcript.
+`limits.max_duration` is wall time from the start of the agent run (its
+first journal entry), across pauses and resumes; time spent waiting for
+approvals counts. The step's `timeout`, if set, bounds each attempt instead
+(a retryable `Timeout`; a retry resumes from the journal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from tidemill.agents import AgentRuntime, OutputSpec, UsageLimits
+from tidemill.agents.checkpoint import Checkpointer
+from tidemill.agents.journal import RunFailed
+from tidemill.engine._advance import Outcome
+from tidemill.engine._agent_approvals import decisions_for
+from tidemill.engine._agent_journal import Journal, open_journal, thread_id
+from tidemill.engine._agent_pause import AgentPause, pause_for
+from tidemill.engine._agent_tools import ToolSite, pool_tool
+from tidemill.engine._agent_usage import MeteredModel
+from tidemill.engine._ai_action import provider_retryable, render
+from tidemill.engine._models import ModelChoice
+from tidemill.errors import (
+    AgentInterrupt,
+    ExpressionError,
+    GuardrailViolation,
+    JournalConflict,
+    LimitExceeded,
+    OutputValidationError,
+    ProviderError,
+    SerializationError,
+    ThreadBusy,
+    TidemillError,
+    ToolRetriesExceeded,
+)
+from tidemill.llm import ModelSettings
+from tidemill.types import AgentResponse, Message
+
+if TYPE_CHECKING:
+    from tidemill.engine._execute import StepEnv
+    from tidemill.flows import AIAgent, Step
+
+__all__ = ["LIMIT_NAMES", "run_ai_agent", "transcript_json"]
+
+LIMIT_NAMES = {
+    "max_iterations": "max_iterations",
+    "requests": "max_requests",
+    "tool_calls": "max_tool_calls",
+    "input_tokens": "max_input_tokens",
+    "output_tokens": "max_output_tokens",
+    "total_tokens": "max_total_tokens",
+    "max_duration": "max_duration",
+}
+"""The agent library's limit names, and the flow's."""
+
+_ENDED = {
+    "tool_call_retries": "ToolRetriesExceeded",
+    "output_validation": "OutputValidationError",
+    "guardrail": "GuardrailViolation",
+}
+"""Why a journaled run failed (other than a limit), as an error type."""
+
+_CONTEXT_NAMES = ("flow_input", "results", "previous_result", "iter")
+_BUSY_ATTEMPTS = 3
+"""Times the step re-reads a journal another (presumed dead) worker wrote to meanwhile."""
+
+
+def transcript_json(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages as JSON, for errors and `AsyncEngine.transcript` callers.
+
+    Example:
+        >>> transcript_json([Message.user("Hi")])
+        [{'role': 'user', 'content': 'Hi'}]
+    """
+    return [message.model_dump(mode="json", exclude_defaults=True) for message in messages]
+
+
+def _error(exc: BaseException, **extra: Any) -> dict[str, Any]:
+    message = exc.message if isinstance(exc, TidemillError) else str(exc)
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": message}
+    if isinstance(exc, TidemillError) and exc.hint:
+        error["hint"] = exc.hint
+    error.update(extra)
+    return error
+
+
+def _limit_value(agent: AIAgent, name: str) -> float | int | None:
+    if name == "max_iterations":
+        return agent.max_iterations
+    value: float | int | None = getattr(agent.limits, name, None)
+    return value
+
+
+@dataclass
+class _AgentStep:
+    """One execution of an agent step: its settings, its runtime, what it spent."""
+
+    step: Step
+    agent: AIAgent
+    env: StepEnv
+    inputs: dict[str, Any]
+    thread: str
+    runtime: AgentRuntime
+    metered: MeteredModel
+    site: ToolSite
+    schemas: dict[str, dict[str, Any]]
+    settings: ModelSettings
+
+    # -- outcomes ----------------------------------------------------------------
+
+    def _spent(self) -> dict[str, Any]:
+        return {"usage": tuple(self.metered.records), "logs": tuple(self.site.logs)}
+
+    def succeeded(self, value: Any) -> Outcome:
+        return Outcome("succeeded", value, **self._spent())
+
+    def failed(self, error: dict[str, Any], *, retryable: bool) -> Outcome:
+        return Outcome("failed", error=error, retryable=retryable, **self._spent())
+
+    def crossed(
+        self, name: str, value: float | int | None, run_id: str | None, messages: Sequence[Message]
+    ) -> Outcome:
+        """The step stopped at a bound: a distinct, non-retryable failure naming it."""
+        bound = LIMIT_NAMES.get(name, name)
+        return self.failed(
+            {
+                "type": "LimitExceeded",
+                "message": f"The agent stopped at its {bound} limit of {value}.",
+                "limit": bound,
+                "value": value,
+                "agent_run": run_id,
+                "transcript": transcript_json(messages),
+            },
+            retryable=False,
+        )
+
+    def ended(self, exc: TidemillError, response: AgentResponse | None) -> Outcome:
+        """The agent run ended without an answer (bad tool calls, bad output, a guardrail)."""
+        extra: dict[str, Any] = {}
+        if response is not None:
+            extra["agent_run"] = response.metadata.get("run_id")
+            extra["transcript"] = transcript_json(response.messages)
+        return self.failed(_error(exc, **extra), retryable=False)
+
+    def pause(self, journal: Journal) -> AgentPause:
+        return pause_for(
+            journal.state,
+            self.agent,
+            self.schemas,
+            usage=tuple(self.metered.records),
+            logs=tuple(self.site.logs),
+        )
+
+    def replay(self, journal: Journal) -> Outcome:
+        """The failure a journal ends with, recorded now (its worker stopped before it could)."""
+        state = journal.state
+        last = next(
+            (r.event for r in reversed(journal.records) if isinstance(r.event, RunFailed)), None
+        )
+        if last is not None and last.reason == "limit" and last.limit is not None:
+            return self.crossed(
+                last.limit, _limit_value(self.agent, LIMIT_NAMES.get(last.limit, last.limit)),
+                state.run_id, state.messages,
+            )  # fmt: skip
+        kind = _ENDED.get(last.reason if last is not None else "", "AgentError")
+        return self.failed(
+            {
+                "type": kind,
+                "message": state.error or "the agent run failed",
+                "agent_run": state.run_id,
+                "transcript": transcript_json(state.messages),
+            },
+            retryable=False,
+        )
+
+    # -- driving -----------------------------------------------------------------
+
+    async def drive(self, checkpointer: Checkpointer) -> Outcome | AgentPause:
+        """Continue the thread from wherever its journal stands."""
+        for attempt in range(_BUSY_ATTEMPTS):
+            journal = await Journal.read(checkpointer, self.thread)
+            state = journal.state
+            if state.status == "finished":
+                return self.succeeded(state.output)
+            if state.status == "failed" and not await self._failure_recorded(state.run_id):
+                return self.replay(journal)
+            call: Callable[[], Coroutine[Any, Any, AgentResponse]]
+            if state.status in ("new", "failed"):
+                message = self.inputs.get("user_message")
+                if message is None or message == "":
+                    return self.failed(
+                        {
+                            "type": "FlowInputError",
+                            "message": "an ai_agent step needs the input `user_message`",
+                            "hint": "Set inputs: {user_message: ...} on the step.",
+                        },
+                        retryable=False,
+                    )
+                text = message if isinstance(message, str) else json.dumps(message)
+                started = time.time()
+                call = partial(self.runtime.arun, text, thread_id=self.thread, **self.settings)
+            else:
+                started = journal.started_at() or time.time()
+                decisions = None
+                if state.status == "paused":
+                    rows = await self.env.store.transact(
+                        lambda tx: tx.job_approvals(self.env.job.id)
+                    )
+                    decisions = decisions_for(rows, state)
+                    if not decisions:
+                        return self.pause(journal)
+                call = partial(
+                    self.runtime.aresume,
+                    self.thread,
+                    decisions,
+                    retry_in_flight=True,
+                    **self.settings,
+                )
+            try:
+                return await self._bounded(checkpointer, call, started)
+            except ThreadBusy as exc:
+                if attempt + 1 == _BUSY_ATTEMPTS:
+                    return self.failed(_error(exc), retryable=True)
+                await asyncio.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _failure_recorded(self, agent_run: str | None) -> bool:
+        """Whether an earlier job of this step already recorded the journal's failure."""
+        env, step_id = self.env, self.step.id
+        jobs = await env.store.transact(lambda tx: tx.run_jobs(env.run.id))
+        return any(
+            job.step_id == step_id
+            and job.id != env.job.id
+            and (job.error or {}).get("agent_run") == agent_run
+            for job in jobs
+        )
+
+    async def _bounded(
+        self,
+        checkpointer: Checkpointer,
+        call: Callable[[], Coroutine[Any, Any, AgentResponse]],
+        started: float,
+    ) -> Outcome | AgentPause:
+        """Run the agent within `max_duration` (from `started`) and the step's `timeout`."""
+        limit = self.agent.limits.max_duration
+        deadline = None if limit is None else started + limit
+        budgets = [] if self.step.timeout is None else [self.step.timeout]
+        if deadline is not None:
+            budgets.append(deadline - time.time())
+            if deadline <= time.time():
+                return await self._out_of_time(checkpointer, limit)
+        timeout = asyncio.timeout(min(budgets) if budgets else None)
+        try:
+            async with timeout:
+                response = await call()
+        except AgentInterrupt:
+            return self.pause(await Journal.read(checkpointer, self.thread))
+        except LimitExceeded as exc:
+            partial_run = exc.response
+            run_id = None if partial_run is None else partial_run.metadata.get("run_id")
+            return self.crossed(
+                exc.limit, exc.value, run_id if isinstance(run_id, str) else None,
+                partial_run.messages if partial_run is not None else [],
+            )  # fmt: skip
+        except (ToolRetriesExceeded, OutputValidationError) as exc:
+            return self.ended(exc, exc.response)
+        except GuardrailViolation as exc:
+            return self.ended(exc, getattr(exc, "response", None))
+        except TimeoutError as exc:
+            if not timeout.expired():
+                return self.failed(_error(exc), retryable=True)
+            if deadline is not None and time.time() >= deadline - 0.001:
+                return await self._out_of_time(checkpointer, limit)
+            return self.failed(
+                {"type": "Timeout", "message": f"the step ran longer than {self.step.timeout} s"},
+                retryable=True,
+            )
+        except ThreadBusy:
+            raise
+        except ProviderError as exc:
+            return self.failed(_error(exc), retryable=provider_retryable(exc))
+        except SerializationError as exc:  # the journal's database failed
+            return self.failed(_error(exc), retryable=True)
+        except TidemillError as exc:
+            return self.failed(_error(exc), retryable=False)
+        except Exception as exc:
+            return self.failed(_error(exc), retryable=True)
+        return self.succeeded(response.output)
+
+    async def _out_of_time(self, checkpointer: Checkpointer, limit: float | None) -> Outcome:
+        """End the agent run at `max_duration`: journal it, then fail the step naming the bound."""
+        journal = await Journal.read(checkpointer, self.thread)
+        state = journal.state
+        if state.status == "finished":
+            return self.succeeded(state.output)
+        if state.status != "failed":
+            event = RunFailed(
+                reason="limit", limit="max_duration", message=f"max_duration limit of {limit}"
+            )
+            # A conflict: a worker that outlived its lease wrote meanwhile; the bound stands.
+            with contextlib.suppress(JournalConflict):
+                await checkpointer.append(self.thread, [event], after=state.seq)
+        return self.crossed("max_duration", limit, state.run_id, state.messages)
+
+
+def _values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    values = {name: context[name] for name in _CONTEXT_NAMES if name in context}
+    values.update(inputs)
+    return values
+
+
+def _settings(agent: AIAgent) -> ModelSettings:
+    settings = ModelSettings()
+    if agent.temperature is not None:
+        settings["temperature"] = agent.temperature
+    if agent.max_tokens is not None:
+        settings["max_tokens"] = agent.max_tokens
+    return settings
+
+
+def _limits(agent: AIAgent) -> UsageLimits:
+    limits = agent.limits
+    return UsageLimits(
+        requests=limits.max_requests,
+        tool_calls=limits.max_tool_calls,
+        input_tokens=limits.max_input_tokens,
+        output_tokens=limits.max_output_tokens,
+        total_tokens=limits.max_total_tokens,
+    )
+
+
+async def run_ai_agent(
+    step: Step, inputs: dict[str, Any], context: dict[str, Any], env: StepEnv
+) -> Outcome | AgentPause:
+    """Run (or continue) an `ai_agent` step.
+
+    Returns a succeeded outcome with the final answer (its text, or the
+    parsed object with `output_schema`); an `AgentPause` when tool calls
+    wait for approval; or a failed outcome: a bound crossed (`LimitExceeded`,
+    not retryable), a broken configuration (not retryable), a provider's
+    failure (retryable when a later try may pass). Every outcome carries one
+    usage record per model call this attempt made, and what the tools printed.
+    """
+    agent = step.ai_agent
+    assert agent is not None
+    values = _values(inputs, context)
+    site = ToolSite(env.run.id, step.id, env.job.attempt, env.pool)
+    try:
+        system = render(agent.system, values, field="system") if agent.system else ""
+        tools = [pool_tool(spec, values, site) for spec in agent.tools]
+        model = env.models(ModelChoice(agent.model, agent.base_url, agent.api_key, step.id))
+    except (TidemillError, ExpressionError) as exc:
+        return Outcome("failed", error=_error(exc), retryable=False)
+    except Exception as exc:
+        return Outcome("failed", error=_error(exc))
+    metered = MeteredModel(model, agent.metadata)
+    output = None if agent.output_schema is None else OutputSpec.of(agent.output_schema)
+    async with open_journal(env.store.url) as checkpointer:
+        try:
+            runtime = AgentRuntime(
+                model=metered,
+                tools=tools,
+                system_prompt=system or None,
+                name=step.id,
+                max_iterations=agent.max_iterations,
+                checkpointer=checkpointer,
+                limits=_limits(agent),
+                output=output,
+            )
+        except TidemillError as exc:
+            return Outcome("failed", error=_error(exc), retryable=False)
+        run = _AgentStep(
+            step, agent, env, inputs, thread_id(env.run.id, step.id), runtime, metered, site,
+            {tool.name: dict(tool.parameters) for tool in tools}, _settings(agent),
+        )  # fmt: skip
+        try:
+            return await run.drive(checkpointer)
+        finally:
+            runtime.close()

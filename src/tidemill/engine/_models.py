@@ -1,0 +1,66 @@
+"""Which `Model` an AI step talks to: a plain function from the step's model settings.
+
+Workers take a `ModelResolver` as an argument (`engine.worker(models=...)`,
+`Worker(models=...)`). The default builds the model from its spec with the
+provider layer; tests and offline demos pass one that returns scripted models.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tidemill.errors import MissingCredentialsError
+from tidemill.llm import Model, resolve_model
+
+__all__ = ["ModelChoice", "ModelResolver", "default_models"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """An AI step's model settings, as a resolver sees them.
+
+    Attributes:
+        spec: The model spec (`openai:gpt-4o-mini`, `fake`, ...).
+        base_url: Another endpoint, if the step names one.
+        api_key: `env:NAME` (read from the worker's environment), or None
+            for the provider's usual variable.
+        step_id: The step asking, for resolvers that script per step.
+    """
+
+    spec: str
+    base_url: str | None = None
+    api_key: str | None = None
+    step_id: str = ""
+
+
+ModelResolver = Callable[[ModelChoice], Model]
+"""Builds the model for an AI step."""
+
+
+def default_models(choice: ModelChoice) -> Model:
+    """Build the model from its spec with the provider layer.
+
+    Raises:
+        MissingCredentialsError: `api_key: env:NAME` names an unset variable.
+
+    Example:
+        >>> default_models(ModelChoice("fake")).provider
+        'scripted'
+    """
+    options: dict[str, str] = {}
+    if choice.base_url:
+        options["base_url"] = choice.base_url
+    if choice.api_key:
+        name = choice.api_key.removeprefix("env:")
+        key = os.environ.get(name)
+        if not key:
+            raise MissingCredentialsError(
+                f"Step {choice.step_id!r} reads its API key from ${name}, which is not set "
+                "on this worker.",
+                hint=f"Set {name} in the worker's environment.",
+                context={"env": [name]},
+            )
+        options["api_key"] = key
+    return resolve_model(choice.spec, **options)
