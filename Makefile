@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)  ## Run the main job on the embedded defaults (SQLite, the offline model)
-	$(PY) examples/approval_demo.py
+	$(PY) examples/support_triage.py
 	@echo
 	$(PY) examples/flow_demo.py
+	@echo
+	$(PY) examples/approval_demo.py
 
 test: $(STAMP)  ## The whole test suite
 	$(PY) -m pytest

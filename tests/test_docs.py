@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -80,3 +81,27 @@ def test_the_flow_demo_pauses_approves_and_finishes(tmp_path: Path) -> None:
     assert '"amount": 279.7' in out
     assert '"approved_by": "demo"' in out
     assert (tmp_path / ".tidemill" / "demo.db").is_file()
+
+
+def test_the_support_triage_demo_waits_is_approved_from_the_cli_and_finishes(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "support_triage.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "offline scripted models (no API key is set)" in out
+    assert 'The run is waiting: the agent wants to call issue_refund({"order_id": "A-1001"' in out
+    assert "approved by demo" in out
+    assert "lookup_order" in out and "refunded 129.00 EUR on A-1001" in out
+    assert "Usage: 4 model calls" in out
+    assert '"category": "refund"' in out
+    assert (tmp_path / ".tidemill" / "triage.db").is_file()

@@ -1,0 +1,129 @@
+"""Support triage as a durable flow: an AI classification, an agent, a person's approval.
+
+`examples/support-triage/flow.yaml` classifies a ticket with `ai_action` (an
+output schema), lets an `ai_agent` look the order up and refund it (the
+refund tool needs a person's approval: the run waits), then formats the reply
+with a script. The demo approves the refund through the CLI, as a person in
+another terminal would, and prints the steps, the agent's transcript, usage
+and cost.
+
+With no API key the models are Tidemill's offline scripted models (the demo
+says so); with OPENAI_API_KEY or ANTHROPIC_API_KEY set it calls the real model.
+
+    make demo        # or: python examples/support_triage.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tidemill.engine import Engine, ModelChoice, default_models
+from tidemill.flows import Flow
+from tidemill.llm import Model, ModelRequest, ScriptedModel
+from tidemill.types import Message, ToolCall
+
+FLOW = Path(__file__).parent / "support-triage" / "flow.yaml"
+DB = "sqlite:///.tidemill/triage.db"
+TICKET = {
+    "customer": "ada@example.com",
+    "ticket": "My order A-1001 arrived broken. Can I get my money back?",
+}
+
+
+def agent_script(request: ModelRequest) -> str | Message:
+    """The offline agent: decides its next move from the last message."""
+    last = request.messages[-1]
+    if last.role == "user":
+        return Message.assistant(
+            "Let me look that order up.",
+            tool_calls=(ToolCall(name="lookup_order", arguments={"order_id": "A-1001"}),),
+        )
+    if last.name == "lookup_order":
+        order = json.loads(last.content)
+        return Message.assistant(
+            f"The {order['item']} {order['status']}; I will refund it in full.",
+            tool_calls=(
+                ToolCall(
+                    name="issue_refund", arguments={"order_id": "A-1001", "amount": order["paid"]}
+                ),
+            ),
+        )
+    return (
+        f"We are sorry your grinder arrived broken: {last.content}. "
+        "The money is on its way back to you."
+    )
+
+
+def offline(choice: ModelChoice) -> Model:
+    """Scripted models, one per step."""
+    if choice.step_id == "classify":
+        return ScriptedModel(['{"category": "refund", "urgency": "high"}'], model_name="scripted")
+    return ScriptedModel(handler=agent_script, model_name="scripted")
+
+
+def anthropic(choice: ModelChoice) -> Model:
+    """The flow names OpenAI models; with only an Anthropic key, use Claude instead."""
+    return default_models(ModelChoice("anthropic:claude-haiku-4-5", step_id=choice.step_id))
+
+
+def main() -> None:
+    if os.environ.get("OPENAI_API_KEY"):
+        models, label = default_models, "the real model named in the flow (OPENAI_API_KEY is set)"
+    elif os.environ.get("ANTHROPIC_API_KEY"):
+        models, label = anthropic, "anthropic:claude-haiku-4-5 (ANTHROPIC_API_KEY is set)"
+    else:
+        models, label = offline, "Tidemill's offline scripted models (no API key is set)"
+    flow = Flow.load(FLOW)
+    print(f"Flow {flow.name!r}: {flow.summary}")
+    print(f"Models: {label}\n")
+
+    with Engine(DB) as engine, engine.worker(concurrency=4, models=models):
+        run = engine.submit(flow, TICKET)
+        print(f"Submitted run {run.id}.")
+        while not (pending := engine.approvals(run.id)):
+            if run.info().done:
+                raise SystemExit(f"the run ended without asking for approval: {run.status}")
+            time.sleep(0.05)
+        approval = pending[0]
+        details = approval.details or {}
+        print(
+            f"The run is {run.status}: the agent wants to call {details.get('tool')}"
+            f"({json.dumps(details.get('arguments'))})"
+        )
+        command = [sys.executable, "-m", "tidemill.cli", "approvals", "approve", approval.id,
+                   "--db", DB, "--as", "demo", "--comment", "broken on arrival"]  # fmt: skip
+        print("Approving it from the command line:")
+        print("  $ tidemill approvals approve " + approval.id + f" --db {DB} --as demo")
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        print("  " + (done.stdout or done.stderr).strip().replace("\n", "\n  "))
+        result = run.wait(timeout=300)
+
+        print("\nSteps:")
+        for job in engine.jobs(run.id):
+            took = (job.finished_at or 0) - (job.started_at or job.created_at)
+            print(f"  {job.step_id:9} attempt {job.attempt}  {job.status:9} {took:6.2f} s")
+        print("\nThe agent's transcript:")
+        for message in engine.transcript(run.id, "answer"):
+            calls = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in message.tool_calls)
+            text = message.content or ""
+            print(f"  {message.role.value:9} {text[:90]}{' -> ' + calls if calls else ''}")
+        usage = engine.usage(run.id)
+        tokens_in = sum(u["input_tokens"] for u in usage)
+        tokens_out = sum(u["output_tokens"] for u in usage)
+        costs = [u["cost_usd"] for u in usage if u["cost_usd"] is not None]
+        cost = f"${sum(costs):.4f}" if costs else "unpriced"
+        if models is offline:
+            cost += " (scripted models are free)"
+        print(f"\nUsage: {len(usage)} model calls, {tokens_in} input + {tokens_out} output "
+              f"tokens, cost {cost}")  # fmt: skip
+        print(f"\nResult ({run.status}):")
+        print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
