@@ -44,6 +44,7 @@ bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own enviro
 	$(BENCH)/bin/python benchmarks/agent_loop.py
 	$(BENCH)/bin/python benchmarks/proxy.py
 	$(BENCH)/bin/python benchmarks/engine.py
+	$(BENCH)/bin/python benchmarks/agent_steps.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .tidemill

@@ -786,7 +786,10 @@ class ApprovalDecisionError(EngineError):
 
     Attributes:
         reason: ``expired``, ``decided`` (already decided), ``actor`` (not an
-            allowed approver), ``cancelled`` or ``mismatch``.
+            allowed approver), ``cancelled``, ``mismatch`` (the agent's journal
+            moved on), ``arguments`` (edited arguments do not fit the tool),
+            ``kind`` (approve/reject on a reconciliation, or the reverse) or
+            ``result`` (a result given for a call that did not happen).
     """
 
     def __init__(self, message: str, *, reason: str, hint: str | None = None) -> None:

@@ -3,7 +3,10 @@
 Runs wait for approval steps, and for tool calls of `ai_agent` steps whose
 tool requires approval (kind `tool_call`): those are listed with the tool's
 name and arguments; approving one may replace its arguments (`--edit-args`),
-rejecting one tells the agent's model why (`--comment`).
+rejecting one tells the agent's model why (`--comment`). A reconciliation
+(kind `reconcile`) asks whether a call of a non-idempotent tool, cut short
+by a crash, took effect: `reconcile ID --happened [--result TEXT]` or
+`--not-happened` (it then runs again with the same idempotency key).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ examples:
   tidemill approvals approve APPROVAL --as alice --comment "looks good"
   tidemill approvals reject APPROVAL --as alice --comment "too risky"
   tidemill approvals approve APPROVAL --edit-args '{"amount": 20}'   # a tool call's
+  tidemill approvals reconcile APPROVAL --happened --result "refund R-7 issued"
+  tidemill approvals reconcile APPROVAL --not-happened
 """
 
 
@@ -109,9 +114,41 @@ def register(
                 help="a tool call's arguments to run it with instead of the model's",
             )
         subs.append(sub)
+    subs.append(_reconcile_parser(actions))
     for sub in subs:
         add_db_option(sub)
     return run
+
+
+def _reconcile_parser(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    sub = actions.add_parser(
+        "reconcile",
+        help="say whether a tool call cut short by a crash took effect",
+        description="Answer a reconciliation: a call of a non-idempotent tool was running "
+        "when its worker died. --happened: it is recorded as finished (with --result as "
+        "what the model sees) and not run again; --not-happened: it runs again with the "
+        "same idempotency key.",
+    )
+    sub.add_argument("approval_id", metavar="ID")
+    answer = sub.add_mutually_exclusive_group(required=True)
+    answer.add_argument(
+        "--happened", dest="happened", action="store_true", default=None,
+        help="the call took effect: record it as finished, do not run it again",
+    )  # fmt: skip
+    answer.add_argument(
+        "--not-happened", dest="happened", action="store_false",
+        help="the call did not take effect: run it again with the same idempotency key",
+    )  # fmt: skip
+    sub.add_argument("--result", metavar="TEXT", help="the call's result, when it happened")
+    sub.add_argument(
+        "--as",
+        dest="actor",
+        metavar="NAME",
+        help="who answers (must be one of the tool's approvers when it names them)",
+    )
+    return sub
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,12 +188,13 @@ async def _list(engine: AsyncEngine, args: argparse.Namespace) -> int:
 
 
 def _what(row: ApprovalRow) -> str:
-    """The message, or for a tool call its tool and arguments."""
-    if row.kind != "tool_call":
+    """The message, or for a tool call its tool and arguments (and a reconciliation's question)."""
+    if row.kind not in ("tool_call", "reconcile"):
         return row.message
     details = row.details or {}
     arguments = json.dumps(details.get("arguments", {}), ensure_ascii=False)
-    return f"tool call {details.get('tool', '?')} {arguments}"
+    call = f"tool call {details.get('tool', '?')} {arguments}"
+    return f"{details.get('question', '')} {call}" if row.kind == "reconcile" else call
 
 
 def _who(row: ApprovalRow) -> str:
@@ -172,6 +210,14 @@ def _expiry(row: ApprovalRow) -> str:
 
 
 async def _decide(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    if args.action == "reconcile":
+        row = await engine.reconcile(
+            args.approval_id, args.happened, actor=args.actor, result=args.result
+        )
+        answer = "took effect" if args.happened else "did not take effect (it runs again)"
+        by = f" by {row.decided_by}" if row.decided_by else ""
+        print(f"approval {row.id}: the call {answer}{by} (run {row.root_id}, step {row.step_id})")
+        return 0
     if args.action == "approve":
         row = await engine.approve(
             args.approval_id,

@@ -22,6 +22,7 @@ from tidemill.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from tidemill.engine._metrics import Metrics, MetricsServer
     from tidemill.store import ApprovalRow, JobRow, Store, Tx
 
 __all__ = ["register", "run"]
@@ -34,8 +35,12 @@ Start as many workers as you like, on as many machines as share the store
 SIGTERM stops claiming and finishes the steps in hand; a second one abandons
 them (another worker takes them over when their lease runs out).
 
+With --metrics-port, the worker serves Prometheus metrics of its AI steps
+(tidemill_ai_action_*, tidemill_ai_agent_*) at http://HOST:PORT/metrics.
+
 example:
   tidemill worker --db postgresql://tidemill@db:5432/tidemill --concurrency 8
+  tidemill worker --db sqlite:///tidemill.db --metrics-port 9464
 """
 
 
@@ -75,7 +80,33 @@ def register(
         help="seconds between looks for new work when nothing signals it "
         "(default: 0.25 on SQLite, 1 on PostgreSQL, which signals new work)",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (0 picks a free port; "
+        "needs the `metrics` extra); default: no metrics",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address --metrics-port listens on (default: %(default)s)",
+    )
     return run
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535.
+
+    Example:
+        >>> _port("9464")
+        9464
+    """
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, not {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,8 +128,12 @@ async def _work(args: argparse.Namespace) -> int:
     from tidemill.engine import AsyncEngine, Worker
 
     engine = AsyncEngine(db_url(args))
+    server: MetricsServer | None = None
     try:
         await engine.__aenter__()
+        metrics = None
+        if args.metrics_port is not None:
+            metrics, server = _serve_metrics(args.metrics_host, args.metrics_port)
         reporter = _Reporter(engine.store)
         worker = Worker(
             engine.store,
@@ -107,6 +142,7 @@ async def _work(args: argparse.Namespace) -> int:
             lease=args.lease,
             poll=args.poll,
             on_event=reporter.event,
+            metrics=metrics,
         )
         stop = asyncio.Event()
         signals = _Signals(stop)
@@ -144,7 +180,26 @@ async def _work(args: argparse.Namespace) -> int:
         log.info("worker %s stopped after %d step(s)", worker.id, worker.processed)
         return 0
     finally:
+        if server is not None:
+            server.close()
         await engine.close()
+
+
+def _serve_metrics(host: str, port: int) -> tuple[Metrics, MetricsServer]:
+    """A `Metrics` of this worker's own, served at `http://host:port/metrics`."""
+    from tidemill.engine._metrics import Metrics, serve
+    from tidemill.errors import ConfigurationError
+
+    metrics = Metrics()
+    try:
+        server = serve(metrics, port, host)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"Cannot serve metrics on {host}:{port}: {exc.strerror or exc}.",
+            hint="Pick another --metrics-port (or --metrics-host).",
+        ) from exc
+    log.info("serving metrics at http://%s:%d/metrics", host, server.port)
+    return metrics, server
 
 
 class _Signals:

@@ -19,6 +19,7 @@ Example:
 from tidemill.engine._engine import AsyncEngine, RunInfo
 from tidemill.engine._execute import StepInfo, current_step
 from tidemill.engine._facade import Engine, Run
+from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, default_models
 from tidemill.engine._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.engine._worker import Worker
@@ -26,6 +27,8 @@ from tidemill.engine._worker import Worker
 __all__ = [
     "AsyncEngine",
     "Engine",
+    "Metrics",
+    "MetricsServer",
     "ModelChoice",
     "ModelResolver",
     "Run",

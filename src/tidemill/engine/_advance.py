@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tidemill.engine._agent_approvals import check_decision, expired_decision
+from tidemill.engine._agent_reconcile import check_reconcile
 from tidemill.engine._ids import new_id
 from tidemill.engine._scope import Definitions, Scope, child_scope
 from tidemill.errors import (
@@ -640,7 +641,7 @@ class Transition:
             approval = ApprovalRow(
                 new_id(), run.id, run.root_id, job.id, job.step_id, request.message,
                 request.approvers, pause.on_timeout, "pending", self.now, expires, None, None,
-                None, "tool_call", request.details,
+                None, request.kind, request.details,
             )  # fmt: skip
             self.tx.insert_approval(approval)
             rows.append(approval)
@@ -664,38 +665,20 @@ class Transition:
 
         Raises:
             RunNotFound: No such approval.
-            ApprovalDecisionError: Already decided, expired, cancelled,
-                `actor` is not one of its approvers, the agent moved on
-                (`mismatch`), or the edited arguments are refused (`arguments`).
+            ApprovalDecisionError: A reconciliation (`kind`: see `reconcile`),
+                already decided, expired, cancelled, `actor` is not one of its
+                approvers, the agent moved on (`mismatch`), or the edited
+                arguments are refused (`arguments`).
         """
-        approval = self.tx.approval(approval_id, lock=True)
-        if approval is None:
-            raise RunNotFound(
-                f"No approval {approval_id} in this store.",
-                hint="List pending approvals with `tidemill approvals list`.",
-            )
-        if approval.status != "pending":
-            reason = {"cancelled": "cancelled", "expired": "expired"}.get(
-                approval.status, "decided"
-            )
+        approval = self._approval(approval_id)
+        if approval.kind == "reconcile":
             raise ApprovalDecisionError(
-                f"Approval {approval_id} is already {approval.status}"
-                + (f" by {approval.decided_by}." if approval.decided_by else "."),
-                reason=reason,
+                f"Approval {approval_id} asks whether a tool call took effect; it is "
+                "answered, not approved or rejected.",
+                reason="kind",
+                hint=f"tidemill approvals reconcile {approval_id} --happened (or --not-happened)",
             )
-        if approval.expires_at is not None and approval.expires_at <= self.now:
-            raise ApprovalDecisionError(
-                f"Approval {approval_id} expired; it is resolved by its on_timeout "
-                f"({approval.on_timeout}).",
-                reason="expired",
-            )
-        if approval.approvers and actor not in approval.approvers:
-            raise ApprovalDecisionError(
-                f"{actor or 'An anonymous actor'} may not decide approval {approval_id}; "
-                f"its approvers are {', '.join(approval.approvers)}.",
-                reason="actor",
-                hint="Decide as one of the approvers (--as NAME).",
-            )
+        self._check_pending(approval, actor)
         status = "approved" if approve else "rejected"
         if approval.kind == "tool_call":
             decision = check_decision(
@@ -718,15 +701,95 @@ class Transition:
         approval.status, approval.decided_by, approval.comment = status, actor, comment
         return approval
 
+    def _approval(self, approval_id: str) -> ApprovalRow:
+        """An approval, locked; `RunNotFound` when there is none."""
+        approval = self.tx.approval(approval_id, lock=True)
+        if approval is None:
+            raise RunNotFound(
+                f"No approval {approval_id} in this store.",
+                hint="List pending approvals with `tidemill approvals list`.",
+            )
+        return approval
+
+    def _check_pending(self, approval: ApprovalRow, actor: str | None) -> None:
+        """Refuse a decision on an approval that is not pending, expired, or not `actor`'s."""
+        approval_id = approval.id
+        if approval.status != "pending":
+            reason = {"cancelled": "cancelled", "expired": "expired"}.get(
+                approval.status, "decided"
+            )
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} is already {approval.status}"
+                + (f" by {approval.decided_by}." if approval.decided_by else "."),
+                reason=reason,
+            )
+        if approval.expires_at is not None and approval.expires_at <= self.now:
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} expired; it is resolved by its on_timeout "
+                f"({approval.on_timeout}).",
+                reason="expired",
+            )
+        if approval.approvers and actor not in approval.approvers:
+            raise ApprovalDecisionError(
+                f"{actor or 'An anonymous actor'} may not decide approval {approval_id}; "
+                f"its approvers are {', '.join(approval.approvers)}.",
+                reason="actor",
+                hint="Decide as one of the approvers (--as NAME).",
+            )
+
+    def reconcile(
+        self,
+        approval_id: str,
+        *,
+        happened: bool,
+        actor: str | None,
+        result: str | None = None,
+    ) -> ApprovalRow:
+        """Answer a reconciliation: did a tool call cut short by a crash take effect?
+
+        The call's journal must still stand where the question left it. The
+        agent step is queued again once none of its questions is pending:
+        a call that happened is recorded as finished with `result` (default:
+        `the call completed (confirmed by <actor>)`) and not run again; a call
+        that did not happen runs again with the same idempotency key.
+
+        Raises:
+            RunNotFound: No such approval.
+            ApprovalDecisionError: Not a reconciliation (`kind`), already
+                decided, expired, cancelled, `actor` is not one of its
+                approvers, the agent moved on (`mismatch`), or a `result` for
+                a call that did not happen (`result`).
+        """
+        approval = self._approval(approval_id)
+        if approval.kind != "reconcile":
+            what = "a tool call's approval" if approval.kind == "tool_call" else "an approval step"
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} is {what}, not a reconciliation; "
+                "approve or reject it instead.",
+                reason="kind",
+                hint=f"tidemill approvals approve {approval_id} (or reject)",
+            )
+        self._check_pending(approval, actor)
+        decision = check_reconcile(self.tx, approval, happened=happened, actor=actor, result=result)
+        status = "approved" if happened else "rejected"
+        comment = "it took effect" if happened else "it did not take effect"
+        self._resolve_tool_call(approval, status, actor, comment, decision)
+        approval.status, approval.decided_by, approval.comment = status, actor, comment
+        return approval
+
     def expire_approvals(self, limit: int = 20) -> int:
         """Resolve pending approvals whose timeout passed, by their `on_timeout`.
 
-        An expired tool call's approval is a rejection the agent's model is told about.
+        An expired tool call's approval is a rejection the agent's model is told
+        about; an expired reconciliation fails the step (and its run).
         """
         expired = self.tx.expired_approvals(self.now, limit)
         for approval in expired:
             if approval.kind == "tool_call":
                 self._resolve_tool_call(approval, "expired", None, "timed out", expired_decision())
+                continue
+            if approval.kind == "reconcile":  # nobody knows whether it ran: the step fails
+                self._resolve(approval, "expired", None, "nobody said whether the call ran")
                 continue
             status = "approved" if approval.on_timeout == "approve" else "expired"
             self._resolve(approval, status, None, "timed out")

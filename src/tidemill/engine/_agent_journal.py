@@ -5,19 +5,35 @@ kept by its SQLite or PostgreSQL checkpointer in the same database (and
 PostgreSQL schema) as the store, in the table `tidemill_journal`. The thread
 id is derived from the run and the step, so every attempt of the step, on
 any worker, continues the same thread.
+
+A worker opens its checkpointer once, in a `Journals` it owns, and every
+agent step it runs shares it until the worker stops: one PostgreSQL
+connection, or SQLite connections that never wait for a lock on the event
+loop. Without one, `open_journal` opens a checkpointer for the caller and
+closes it after.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import sqlite3
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 from tidemill.agents.checkpoint import Checkpointer, PostgresCheckpointer, SQLiteCheckpointer
-from tidemill.agents.journal import JournalRecord, ThreadState
+from tidemill.agents.journal import JournalEvent, JournalRecord, ThreadState
+from tidemill.errors import SerializationError
 from tidemill.store import StoreURL
 
-__all__ = ["Journal", "open_journal", "thread_id"]
+__all__ = ["Journal", "Journals", "open_journal", "thread_id"]
+
+log = logging.getLogger("tidemill.worker")
 
 
 def thread_id(run_id: str, step_id: str) -> str:
@@ -72,9 +88,157 @@ class Journal:
         return sum(1 for record in self.records if record.event.kind == "user_message")
 
 
+def _checkpointer(url: StoreURL) -> Checkpointer:
+    """A new checkpointer on the store's database (and PostgreSQL schema)."""
+    if url.dialect == "sqlite":
+        assert url.path is not None
+        return SQLiteCheckpointer(url.path)
+    return PostgresCheckpointer(url.dsn, schema=url.schema)
+
+
+def _busy(exc: SerializationError) -> bool:
+    """Whether a SQLite statement failed only because another connection held the lock."""
+    cause = exc.__cause__
+    text = str(cause)
+    return isinstance(cause, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+class _SQLiteJournal:
+    """A SQLite checkpointer that never waits for a lock on the caller's event loop.
+
+    `SQLiteCheckpointer` runs its statements on the calling thread, which is
+    cheapest while the database is free (a journal append is one short
+    statement). But every store transaction holds the write lock, and an
+    append that waited for it on a worker's event loop would stall all of
+    the worker's steps. So a statement is tried here without waiting; when
+    the database is busy (nothing was written), it runs again on a thread
+    of the journal's own, which waits for the lock, up to `busy_timeout`,
+    while the event loop goes on.
+
+    Args:
+        path: The database file (the store's).
+        busy_timeout: Seconds the journal thread waits for the lock.
+    """
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
+        self._waiting = SQLiteCheckpointer(path, busy_timeout=busy_timeout)  # creates the table
+        self._inline = SQLiteCheckpointer(path, busy_timeout=0)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    async def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await getattr(self._inline, name)(*args, **kwargs)
+        except SerializationError as exc:
+            if not _busy(exc):
+                raise
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="tidemill-journal", daemon=True
+            )
+            self._thread.start()
+        call = getattr(self._waiting, name)(*args, **kwargs)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, self._loop))
+
+    async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
+        """Append `events` after entry `after` (see `Checkpointer.append`)."""
+        seq: int = await self._run("append", thread_id, events, after=after)
+        return seq
+
+    async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
+        """Return the records after `after`, in order."""
+        records: list[JournalRecord] = await self._run("read", thread_id, after=after)
+        return records
+
+    async def threads(self) -> list[str]:
+        """Return every thread id, sorted."""
+        threads: list[str] = await self._run("threads")
+        return threads
+
+    async def delete(self, thread_id: str) -> bool:
+        """Remove a thread's journal."""
+        deleted: bool = await self._run("delete", thread_id)
+        return deleted
+
+    async def prune(self, *, older_than: timedelta) -> int:
+        """Remove threads whose newest record is older than `older_than`."""
+        pruned: int = await self._run("prune", older_than=older_than)
+        return pruned
+
+    async def aclose(self) -> None:
+        """Close the connections, then stop the journal thread."""
+        loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        try:
+            await self._inline.aclose()
+            await self._waiting.aclose()
+        finally:
+            if loop is not None and thread is not None:
+                loop.call_soon_threadsafe(loop.stop)
+                await asyncio.to_thread(thread.join)
+                loop.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteCheckpointer({self._inline.path!r}, off the event loop when busy)"
+
+
+class Journals:
+    """The journal checkpointers of one worker: opened on first use, shared, closed with it.
+
+    Every agent step a worker runs uses the same checkpointer for its
+    store, instead of connecting anew for each attempt. A PostgreSQL
+    checkpointer keeps one connection (per event loop) that the steps take
+    turns on; a SQLite one waits for locks off the event loop (see `_SQLiteJournal`).
+    `aclose` closes them; a later step opens new ones.
+
+    Example:
+        >>> import asyncio, tempfile
+        >>> async def twice(url):
+        ...     journals = Journals()
+        ...     try:
+        ...         return journals.checkpointer(url) is journals.checkpointer(url)
+        ...     finally:
+        ...         await journals.aclose()
+        >>> asyncio.run(twice(StoreURL.parse(f"sqlite:///{tempfile.mkdtemp()}/t.db")))
+        True
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[StoreURL, Checkpointer] = {}
+
+    def checkpointer(self, url: StoreURL) -> Checkpointer:
+        """The checkpointer on `url`'s database, opened on first use."""
+        found = self._open.get(url)
+        if found is None:
+            if url.dialect == "sqlite":
+                assert url.path is not None
+                found = _SQLiteJournal(url.path)
+            else:
+                found = _checkpointer(url)
+            self._open[url] = found
+        return found
+
+    async def aclose(self) -> None:
+        """Close every checkpointer opened so far (each once, whatever the others do)."""
+        opened, self._open = list(self._open.values()), {}
+        failures = await asyncio.gather(
+            *(checkpointer.aclose() for checkpointer in opened), return_exceptions=True
+        )
+        for checkpointer, failure in zip(opened, failures, strict=True):
+            if isinstance(failure, Exception):  # its connection was gone already, say
+                log.warning("closing the agent journal %r failed: %s", checkpointer, failure)
+
+
 @contextlib.asynccontextmanager
-async def open_journal(url: StoreURL) -> AsyncIterator[Checkpointer]:
-    """A checkpointer on the store's database, closed on exit.
+async def open_journal(
+    url: StoreURL, journals: Journals | None = None
+) -> AsyncIterator[Checkpointer]:
+    """A checkpointer on the store's database: the worker's, or one closed on exit.
+
+    Args:
+        url: The store's address.
+        journals: The worker's checkpointers, to share; None opens one for
+            this block only.
 
     Example:
         >>> import asyncio, tempfile
@@ -84,12 +248,10 @@ async def open_journal(url: StoreURL) -> AsyncIterator[Checkpointer]:
         >>> asyncio.run(threads(StoreURL.parse(f"sqlite:///{tempfile.mkdtemp()}/t.db")))
         []
     """
-    checkpointer: Checkpointer
-    if url.dialect == "sqlite":
-        assert url.path is not None
-        checkpointer = SQLiteCheckpointer(url.path)
-    else:
-        checkpointer = PostgresCheckpointer(url.dsn, schema=url.schema)
+    if journals is not None:
+        yield journals.checkpointer(url)
+        return
+    checkpointer = _checkpointer(url)
     try:
         yield checkpointer
     finally:

@@ -2,23 +2,26 @@
 
 It is the approval plan of an `ai_agent` step. The worker records it in one
 transaction: the step's usage so far, the job parked as `waiting`, and one
-approval row of kind `tool_call` per pending call. Once every one of them is
-decided (or expired), the job is queued again and a worker resumes the
-agent with the decisions.
+approval row per request: of kind `tool_call` per pending call, or of kind
+`reconcile` per call of a non-idempotent tool a crashed worker left
+unfinished. Once every one of them is decided (or expired), the job is
+queued again and a worker resumes the agent with the decisions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tidemill.agents.journal import ThreadState
 from tidemill.engine._agent_approvals import call_details, call_message
+from tidemill.engine._agent_reconcile import reconcile_details, reconcile_message
 from tidemill.engine._execute import ApprovalPlan
 from tidemill.flows import AIAgent
+from tidemill.types import ToolCall
 
-__all__ = ["AgentPause", "ToolCallRequest", "pause_for"]
+__all__ = ["AgentPause", "ToolCallRequest", "pause_for", "reconcile_pause"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +33,14 @@ class ToolCallRequest:
         approvers: Who may decide it; empty means anyone.
         details: The session, turn, request id, expected journal entry, tool,
             arguments and argument schema (see `call_details`).
+        kind: The approval's kind: `tool_call` (may it run?), or `reconcile`
+            (did a call cut short by a crash take effect? see `_agent_reconcile`).
     """
 
     message: str
     approvers: list[str]
     details: dict[str, Any]
+    kind: str = "tool_call"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,46 @@ def pause_for(
     first = requests[0].message if requests else ""
     return AgentPause(
         message=first,
+        approvers=sorted({name for request in requests for name in request.approvers}),
+        timeout=agent.approval_timeout,
+        on_timeout="reject",
+        requests=requests,
+        usage=usage,
+        logs=logs,
+    )
+
+
+def reconcile_pause(
+    state: ThreadState,
+    agent: AIAgent,
+    calls: Iterable[ToolCall],
+    *,
+    usage: tuple[dict[str, Any], ...] = (),
+    logs: tuple[tuple[str, str], ...] = (),
+) -> AgentPause:
+    """The pause asking whether each of `calls` (cut short by a crash) took effect.
+
+    Example:
+        >>> agent = AIAgent(model="fake", approval_timeout=60, tools=[
+        ...     {"name": "pay", "script": "def main(): ...", "approvers": ["ann"]}])
+        >>> state = ThreadState("t", seq=3, iterations=1, attempts={"c1": 1})
+        >>> pause = reconcile_pause(state, agent, [ToolCall(id="c1", name="pay")])
+        >>> request = pause.requests[0]
+        >>> request.kind, request.approvers, request.message
+        ('reconcile', ['ann'], 'Did this call take effect? pay {}')
+    """
+    approvers = {tool.name: list(tool.approvers) for tool in agent.tools}
+    requests = tuple(
+        ToolCallRequest(
+            reconcile_message(call),
+            approvers.get(call.name, []),
+            reconcile_details(state, call),
+            kind="reconcile",
+        )
+        for call in calls
+    )
+    return AgentPause(
+        message=requests[0].message if requests else "",
         approvers=sorted({name for request in requests for name in request.approvers}),
         timeout=agent.approval_timeout,
         on_timeout="reject",

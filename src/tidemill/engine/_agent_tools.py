@@ -105,6 +105,9 @@ class ToolSite:
         pool: The worker's script pool.
         timeout: Seconds one call may run; None waits (the step's bounds still apply).
         logs: What the calls printed, as `(stream, text)` pairs.
+        on_call: Called with `(tool name, ok)` after each call (for metrics).
+        scope: Where in a delegation the calls are made (`<call id>:<task id>`
+            per level; empty for the step's own agent), part of their keys.
     """
 
     run_id: str
@@ -113,6 +116,8 @@ class ToolSite:
     pool: Callable[[], ScriptPool]
     timeout: float | None = None
     logs: list[tuple[str, str]] = field(default_factory=list)
+    on_call: Callable[[str, bool], None] | None = None
+    scope: str = ""
 
     def key(self, call_id: str) -> str:
         """The idempotency key of one tool call: the same on every attempt of the call.
@@ -120,8 +125,11 @@ class ToolSite:
         Example:
             >>> ToolSite("r1", "agent", 1, ScriptPool).key("call_9")
             'r1:agent:call_9'
+            >>> ToolSite("r1", "agent", 1, ScriptPool, scope="c1:t1").key("call_9")
+            'r1:agent:c1:t1:call_9'
         """
-        return f"{self.run_id}:{self.step_id}:{call_id}"
+        scope = f"{self.scope}:" if self.scope else ""
+        return f"{self.run_id}:{self.step_id}:{scope}{call_id}"
 
     def environment(self, context: ToolContext) -> dict[str, str]:
         """The variables a tool call sees besides the worker's."""
@@ -166,7 +174,14 @@ class _PoolTool(Tool):
             env=site.environment(context),
             timeout=site.timeout,
         )
-        outcome = await site.pool().run(call)
+        try:
+            outcome = await site.pool().run(call)
+        except Exception:
+            if site.on_call is not None:
+                site.on_call(spec.name, False)
+            raise
+        if site.on_call is not None:
+            site.on_call(spec.name, outcome.ok)
         for stream, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
             if text:
                 site.logs.append((stream, f"[{spec.name} {context.call_id}] {text}"))

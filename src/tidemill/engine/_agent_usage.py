@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tidemill.engine._ai_action import usage_record
@@ -23,6 +23,11 @@ __all__ = ["MeteredModel"]
 class MeteredModel(Model):
     """Wraps `model`, appending a usage record to `records` for every request.
 
+    `observe`, if given, is called with each record as it is made. A
+    specialist's model passes the step's `records` to add to, and its
+    `agent` name, which the records' `model` then carries:
+    `"<model> (specialist <agent>)"` (metrics see the plain model name).
+
     Example:
         >>> import asyncio
         >>> from tidemill.llm import ScriptedModel
@@ -33,13 +38,23 @@ class MeteredModel(Model):
         [('scripted', 1, 'e1')]
     """
 
-    def __init__(self, model: Model, metadata: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        model: Model,
+        metadata: Mapping[str, str],
+        observe: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        records: list[dict[str, Any]] | None = None,
+        agent: str = "",
+    ) -> None:
         self.inner = model
+        self.observe = observe
+        self.agent = agent
         self.metadata = dict(metadata)
         self.provider = model.provider
         self.model_name = model.model_name
         self.supports_tools = model.supports_tools
-        self.records: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = [] if records is None else records
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Ask the wrapped model; record the call, whether it answered or failed."""
@@ -48,8 +63,15 @@ class MeteredModel(Model):
             response = await self.inner.request(request)
         except (Exception, asyncio.CancelledError) as exc:  # cancelled: cut off by a bound
             elapsed = time.perf_counter() - started
-            self.records.append(usage_record(self.inner, self.metadata, elapsed, error=exc))
+            self._keep(usage_record(self.inner, self.metadata, elapsed, error=exc))
             raise
         elapsed = time.perf_counter() - started
-        self.records.append(usage_record(self.inner, self.metadata, elapsed, response))
+        self._keep(usage_record(self.inner, self.metadata, elapsed, response))
         return response
+
+    def _keep(self, record: dict[str, Any]) -> None:
+        if self.observe is not None:
+            self.observe(record)
+        if self.agent:
+            record = {**record, "model": f"{record['model']} (specialist {self.agent})"}
+        self.records.append(record)

@@ -193,8 +193,18 @@ async def run_ai_action(
     configuration is wrong (not retryable), the provider failed (retryable
     when a later try may pass), the step's `timeout` elapsed, or the answer
     kept failing its schema (`OutputValidationError`). The outcome's `usage`
-    holds one record per model call.
+    holds one record per model call; with `env.metrics`, each is counted there.
     """
+    outcome = await _run(step, inputs, context, env)
+    if env.metrics is not None:
+        for record in outcome.usage:
+            env.metrics.action_request(record)
+    return outcome
+
+
+async def _run(
+    step: Step, inputs: dict[str, Any], context: dict[str, Any], env: StepEnv
+) -> Outcome:
     action = step.ai_action
     assert action is not None
     values = _values(inputs, context)

@@ -12,7 +12,9 @@ resume after approvals) reads that journal first and continues from it:
   step's approval rows, or pauses again if there are none;
 - a thread whose worker died resumes: answered model turns are not asked
   again, finished tool calls are not run again, and a call that was in
-  flight runs again with the same idempotency key;
+  flight runs again with the same idempotency key, unless its tool is not
+  idempotent: then a person first says whether it took effect (see
+  `_agent_reconcile`);
 - otherwise a new agent run starts with the step's input `user_message`.
 
 Bounds (`max_iterations`, `limits`) end the step with a non-retryable
@@ -30,7 +32,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +41,14 @@ from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import RunFailed
 from tidemill.engine._advance import Outcome
 from tidemill.engine._agent_approvals import decisions_for
+from tidemill.engine._agent_delegation import ONE_PER_TURN, step_delegate
 from tidemill.engine._agent_journal import Journal, open_journal, thread_id
-from tidemill.engine._agent_pause import AgentPause, pause_for
+from tidemill.engine._agent_pause import AgentPause, pause_for, reconcile_pause
+from tidemill.engine._agent_reconcile import (
+    confirmed_results,
+    reconcile_answers,
+    unsafe_in_flight,
+)
 from tidemill.engine._agent_tools import ToolSite, pool_tool
 from tidemill.engine._agent_usage import MeteredModel
 from tidemill.engine._ai_action import provider_retryable, render
@@ -59,11 +67,12 @@ from tidemill.errors import (
     ToolRetriesExceeded,
 )
 from tidemill.llm import ModelSettings
-from tidemill.types import AgentResponse, Message
+from tidemill.types import AgentResponse, Message, ToolCall
 
 if TYPE_CHECKING:
     from tidemill.engine._execute import StepEnv
     from tidemill.flows import AIAgent, Step
+    from tidemill.store import ApprovalRow
 
 __all__ = ["LIMIT_NAMES", "run_ai_agent", "transcript_json"]
 
@@ -227,10 +236,20 @@ class _AgentStep:
             else:
                 started = journal.started_at() or time.time()
                 decisions = None
+                rows = await self.env.store.transact(lambda tx: tx.job_approvals(self.env.job.id))
+                unsafe = unsafe_in_flight(state, self.agent)
+                if unsafe:
+                    settled = await self._reconcile(checkpointer, journal, unsafe, rows)
+                    if isinstance(settled, AgentPause):
+                        return settled
+                    if settled is None and attempt + 1 < _BUSY_ATTEMPTS:
+                        await asyncio.sleep(0.2 * (attempt + 1))
+                        continue  # another process wrote meanwhile: read again
+                    if settled is None:
+                        busy = {"type": "ThreadBusy", "message": "the journal kept changing"}
+                        return self.failed(busy, retryable=True)
+                    journal, state = settled, settled.state
                 if state.status == "paused":
-                    rows = await self.env.store.transact(
-                        lambda tx: tx.job_approvals(self.env.job.id)
-                    )
                     decisions = decisions_for(rows, state)
                     if not decisions:
                         return self.pause(journal)
@@ -248,6 +267,37 @@ class _AgentStep:
                     return self.failed(_error(exc), retryable=True)
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _reconcile(
+        self,
+        checkpointer: Checkpointer,
+        journal: Journal,
+        unsafe: list[ToolCall],
+        rows: list[ApprovalRow],
+    ) -> Journal | AgentPause | None:
+        """Settle calls of non-idempotent tools a dead worker left unfinished.
+
+        Without an answer for each, the step waits for a person to say whether
+        it took effect. With them, the calls that happened are journaled as
+        finished with the confirmed result (the others then run again); the
+        journal is returned, or None when another process wrote to it first.
+        """
+        state = journal.state
+        answers = reconcile_answers(rows, state)
+        unanswered = [call for call in unsafe if call.id not in answers]
+        if unanswered:
+            return reconcile_pause(
+                state, self.agent, unanswered,
+                usage=tuple(self.metered.records), logs=tuple(self.site.logs),
+            )  # fmt: skip
+        events = confirmed_results(unsafe, answers)
+        if not events:
+            return journal
+        try:
+            await checkpointer.append(self.thread, events, after=state.seq)
+        except JournalConflict:
+            return None
+        return await Journal.read(checkpointer, self.thread)
 
     async def _failure_recorded(self, agent_run: str | None) -> bool:
         """Whether an earlier job of this step already recorded the journal's failure."""
@@ -365,11 +415,31 @@ async def run_ai_agent(
     not retryable), a broken configuration (not retryable), a provider's
     failure (retryable when a later try may pass). Every outcome carries one
     usage record per model call this attempt made, and what the tools printed.
+    With `env.metrics`, model and tool calls are counted as they happen, and
+    the segment's outcome, duration and any bound crossed when it ends.
     """
+    metrics = env.metrics
+    if metrics is None:
+        return await _run(step, inputs, context, env)
+    started = time.perf_counter()
+    result: Outcome | AgentPause | None = None
+    try:
+        result = await _run(step, inputs, context, env)
+        return result
+    finally:
+        metrics.agent_step(result, time.perf_counter() - started)
+
+
+async def _run(
+    step: Step, inputs: dict[str, Any], context: dict[str, Any], env: StepEnv
+) -> Outcome | AgentPause:
     agent = step.ai_agent
     assert agent is not None
     values = _values(inputs, context)
+    metrics = env.metrics
     site = ToolSite(env.run.id, step.id, env.job.attempt, env.pool)
+    if metrics is not None:
+        site.on_call = metrics.tool_observer([spec.name for spec in agent.tools])
     try:
         system = render(agent.system, values, field="system") if agent.system else ""
         tools = [pool_tool(spec, values, site) for spec in agent.tools]
@@ -378,9 +448,19 @@ async def run_ai_agent(
         return Outcome("failed", error=_error(exc), retryable=False)
     except Exception as exc:
         return Outcome("failed", error=_error(exc))
-    metered = MeteredModel(model, agent.metadata)
+    metered = MeteredModel(
+        model, agent.metadata, None if metrics is None else metrics.agent_model_call
+    )
     output = None if agent.output_schema is None else OutputSpec.of(agent.output_schema)
-    async with open_journal(env.store.url) as checkpointer:
+    async with open_journal(env.store.url, env.journals) as checkpointer:
+        if agent.specialists:
+            tools.append(
+                step_delegate(
+                    agent, step.id, checkpointer, models=env.models, metered=metered,
+                    tools=lambda spec, scope: pool_tool(spec, values, replace(site, scope=scope)),
+                    settings=_settings(agent),
+                )
+            )  # fmt: skip
         try:
             runtime = AgentRuntime(
                 model=metered,
@@ -391,6 +471,7 @@ async def run_ai_agent(
                 checkpointer=checkpointer,
                 limits=_limits(agent),
                 output=output,
+                delegation=ONE_PER_TURN,
             )
         except TidemillError as exc:
             return Outcome("failed", error=_error(exc), retryable=False)

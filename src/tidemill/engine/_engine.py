@@ -310,6 +310,35 @@ class AsyncEngine:
         """
         return await self._decide(approval_id, False, actor, comment, None)
 
+    async def reconcile(
+        self,
+        approval_id: str,
+        happened: bool,
+        *,
+        actor: str | None = None,
+        result: str | None = None,
+    ) -> ApprovalRow:
+        """Answer a reconciliation (kind `reconcile`): did a call cut short by a crash take effect?
+
+        A worker died while a call of a tool with `idempotent: false` ran, so
+        the agent step waits for a person to say. `happened=True`: the call
+        is recorded as finished with `result` (default: `the call completed
+        (confirmed by <actor>)`), the model sees that, and it does not run
+        again. `happened=False`: it runs again with the same idempotency key.
+
+        Raises:
+            ApprovalDecisionError: See `Transition.reconcile` (`reason` says why).
+        """
+        now = time.time()
+        row: ApprovalRow = await self._transact(
+            lambda tx: Transition(tx, self.defs, now).reconcile(
+                approval_id, happened=happened, actor=actor, result=result
+            )
+        )
+        for worker in self._workers:
+            worker.wake()
+        return row
+
     async def _decide(
         self,
         approval_id: str,
@@ -358,7 +387,8 @@ class AsyncEngine:
     async def worker(self, concurrency: int = 4, **options: Any) -> AsyncIterator[Worker]:
         """Run a worker in this process for the duration of the block.
 
-        Options are `Worker`'s (`lease`, `poll`, `pool_size`, `on_event`).
+        Options are `Worker`'s (`lease`, `poll`, `pool_size`, `on_event`, `models`,
+        `metrics`).
         """
         store = await self._open()
         worker = Worker(

@@ -15,7 +15,7 @@ import inspect
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._advance import Outcome, SpawnPlan
 from tidemill.engine._models import ModelResolver
@@ -23,6 +23,10 @@ from tidemill.engine._pool import ScriptCall, ScriptPool
 from tidemill.errors import ExpressionError, FlowInputError
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
 from tidemill.store import JobRow, RunRow, Store
+
+if TYPE_CHECKING:
+    from tidemill.engine._agent_journal import Journals
+    from tidemill.engine._metrics import Metrics
 
 __all__ = ["ApprovalPlan", "StepEnv", "StepInfo", "current_step", "execute", "stop_requested"]
 
@@ -105,6 +109,10 @@ class StepEnv:
         models: Builds the model of an AI step.
         store: The store, for steps that keep state of their own there (an
             agent's journal).
+        journals: The worker's agent journal checkpointers, shared by its
+            steps; None opens one per agent step attempt.
+        metrics: Where AI steps count their model calls, tokens and tool
+            calls; None records nothing.
     """
 
     job: JobRow
@@ -112,6 +120,8 @@ class StepEnv:
     pool: Callable[[], ScriptPool]
     models: ModelResolver
     store: Store
+    journals: Journals | None = None
+    metrics: Metrics | None = None
 
 
 async def execute(

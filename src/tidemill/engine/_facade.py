@@ -159,6 +159,20 @@ class Engine:
         )
         return result
 
+    def reconcile(
+        self,
+        approval_id: str,
+        happened: bool,
+        *,
+        actor: str | None = None,
+        result: str | None = None,
+    ) -> ApprovalRow:
+        """Say whether a call cut short by a crash took effect (see `AsyncEngine.reconcile`)."""
+        row: ApprovalRow = self._call(
+            self.core.reconcile(approval_id, happened, actor=actor, result=result)
+        )
+        return row
+
     def transcript(self, run_id: str, step_id: str) -> list[Message]:
         """The conversation of an `ai_agent` step (see `AsyncEngine.transcript`)."""
         result: list[Message] = self._call(self.core.transcript(run_id, step_id))

@@ -27,12 +27,15 @@ class ModelChoice:
         api_key: `env:NAME` (read from the worker's environment), or None
             for the provider's usual variable.
         step_id: The step asking, for resolvers that script per step.
+        agent: The specialist asking, when an `ai_agent` step delegated to
+            one; empty for the step's own model.
     """
 
     spec: str
     base_url: str | None = None
     api_key: str | None = None
     step_id: str = ""
+    agent: str = ""
 
 
 ModelResolver = Callable[[ModelChoice], Model]

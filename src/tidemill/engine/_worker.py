@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._advance import (
     Outcome,
@@ -28,6 +28,7 @@ from tidemill.engine._advance import (
     context_for,
     load_definition,
 )
+from tidemill.engine._agent_journal import Journals
 from tidemill.engine._agent_pause import AgentPause
 from tidemill.engine._execute import ApprovalPlan, StepEnv, execute, stop_requested
 from tidemill.engine._ids import new_id
@@ -37,6 +38,9 @@ from tidemill.engine._scope import Definitions
 from tidemill.errors import LeaseLost, StoreError
 from tidemill.flows import Step
 from tidemill.store import JobRow, RunRow, Store, Tx
+
+if TYPE_CHECKING:
+    from tidemill.engine._metrics import Metrics
 
 __all__ = ["Worker"]
 
@@ -72,6 +76,9 @@ class Worker:
         max_claims: A job claimed more often than this (each worker holding it
             died or hung past its lease) fails with `WorkerLost` instead of
             being run again.
+        metrics: Where AI steps count their model calls, tokens, tool calls
+            and bound crossings (see `tidemill.engine._metrics`); None (the
+            default) records nothing.
     """
 
     def __init__(
@@ -88,6 +95,7 @@ class Worker:
         on_run_ended: Callable[[], None] | None = None,
         models: ModelResolver = default_models,
         max_claims: int = 10,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.concurrency = max(1, concurrency)
@@ -100,7 +108,9 @@ class Worker:
         self.on_run_ended = on_run_ended
         self.models = models
         self.max_claims = max_claims
+        self.metrics = metrics
         self._pool: ScriptPool | None = None
+        self._journals = Journals()
         self._held: dict[int, int] = {}
         self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, _Prepared]]]] = {}
         self._slots: set[asyncio.Task[None]] = set()
@@ -150,9 +160,12 @@ class Worker:
                 if self._slots:
                     await asyncio.gather(*self._slots, return_exceptions=True)
             finally:
-                if self._pool is not None:
-                    await self._pool.close()
-                    self._pool = None
+                try:
+                    if self._pool is not None:
+                        await self._pool.close()
+                        self._pool = None
+                finally:
+                    await self._journals.aclose()
 
     async def _idle(self, stop: asyncio.Event) -> None:
         """Sleep until woken, a slot frees, `stop` is set, or the poll interval passes."""
@@ -269,7 +282,10 @@ class Worker:
 
     async def _execute(self, prepared: _Prepared) -> list[tuple[JobRow, _Prepared]]:
         job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
-        env = StepEnv(job, run, self._script_pool, self.models, self.store)
+        env = StepEnv(
+            job, run, self._script_pool, self.models, self.store,
+            journals=self._journals, metrics=self.metrics,
+        )  # fmt: skip
         action: Outcome | SpawnPlan | ApprovalPlan
         if job.epoch > self.max_claims and await self._claims(job, step) > self.max_claims:
             # Every worker that took this job died with it: stop handing it out.

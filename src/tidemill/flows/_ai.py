@@ -13,14 +13,23 @@ from typing import Any
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from tidemill.errors import ExpressionError
 from tidemill.flows._base import FlowModel, StepKind
 from tidemill.flows._duration import Duration
 from tidemill.flows._expr import compile_expression
 
-__all__ = ["AIAction", "AIAgent", "AgentLimits", "AgentToolSpec", "placeholders"]
+__all__ = [
+    "AIAction",
+    "AIAgent",
+    "AgentDelegation",
+    "AgentLimits",
+    "AgentToolSpec",
+    "Specialist",
+    "SpecialistBudget",
+    "placeholders",
+]
 
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 
@@ -53,6 +62,15 @@ def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     return schema
 
 
+def _env_only(value: str | None) -> str | None:
+    if value is not None and not value.startswith("env:"):
+        raise ValueError(
+            "write `env:NAME` to read the key from an environment variable; "
+            "keys are not stored in flows"
+        )
+    return value
+
+
 class _ModelSettings(FlowModel):
     model: str = Field(min_length=1)
     """The model spec, e.g. `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`."""
@@ -72,15 +90,7 @@ class _ModelSettings(FlowModel):
     metadata: dict[str, str] = Field(default_factory=dict)
     """Inference metadata recorded with the usage, e.g. `experiment_id`, `exposure_id`."""
 
-    @field_validator("api_key")
-    @classmethod
-    def _no_plain_keys(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("env:"):
-            raise ValueError(
-                "write `env:NAME` to read the key from an environment variable; "
-                "keys are not stored in flows"
-            )
-        return value
+    _no_plain_keys = field_validator("api_key")(_env_only)
 
 
 class AIAction(_ModelSettings, StepKind):
@@ -135,10 +145,19 @@ class AgentToolSpec(FlowModel):
     """Ask a person before each call; the step waits (durably) until they decide."""
 
     approvers: list[str] = Field(default_factory=list)
-    """Who may decide its calls; empty means anyone."""
+    """Who may decide its calls (and confirm a call cut short by a crash); empty means anyone."""
 
     inputs: dict[str, Any] = Field(default_factory=dict)
     """Arguments bound by the flow (static values), hidden from the model."""
+
+    idempotent: bool = True
+    """Whether a call may safely run twice with the same idempotency key.
+
+    A call cut short by a crash runs again with the same key. A tool that
+    cannot be safely run twice sets `idempotent: false`: the step then waits
+    for a person to confirm whether the call took effect (an approval of
+    kind `reconcile`) instead of running it again.
+    """
 
 
 class AgentLimits(FlowModel):
@@ -151,6 +170,133 @@ class AgentLimits(FlowModel):
     max_total_tokens: int | None = Field(default=None, ge=1)
     max_duration: Duration | None = None
     """Wall time for the whole step, across resumes (seconds, or `5m`)."""
+
+
+_BOUNDS = (
+    "max_requests",
+    "max_tool_calls",
+    "max_input_tokens",
+    "max_output_tokens",
+    "max_total_tokens",
+)
+"""The bounds a specialist's budget shares with its parent's: what it spends counts there too."""
+
+
+class SpecialistBudget(FlowModel):
+    """What one delegated task may spend; crossing a bound fails that task, not the step.
+
+    Where the delegating agent is bounded (the step's `limits`, or the
+    enclosing specialist's budget), the budget must set the same bound, no
+    larger. When the model delegates, the budgets of the tasks must fit in
+    what the delegating agent has left, or nothing starts.
+    """
+
+    max_iterations: int = Field(default=10, ge=1)
+    """Model calls of the task's agent run before it fails."""
+
+    max_requests: int | None = Field(default=None, ge=1)
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    max_input_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_total_tokens: int | None = Field(default=None, ge=1)
+
+
+class Specialist(FlowModel):
+    """An agent an `ai_agent` step may delegate tasks to; it sees only its task and lineage.
+
+    Example:
+        >>> Specialist(name="researcher", tools=["search"]).budget.max_iterations
+        10
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+    """How the delegating model names it."""
+
+    description: str = ""
+    """What it is good at, for the delegating model."""
+
+    system: str = ""
+    """Its system prompt."""
+
+    model: str | None = Field(default=None, min_length=1)
+    """Its model spec; the step's model (and endpoint, key) when unset."""
+
+    base_url: str | None = None
+    """Another endpoint for its own `model`."""
+
+    api_key: str | None = None
+    """`env:NAME` for its own `model`."""
+
+    tools: list[str] = Field(default_factory=list)
+    """Tools it may use: only those its parent has and `delegation.allow` lists too."""
+
+    output_schema: dict[str, Any] | None = None
+    """A JSON Schema its answer must match; a mismatch is its task's error."""
+
+    budget: SpecialistBudget = Field(default_factory=SpecialistBudget)
+    """What each of its tasks may spend."""
+
+    specialists: list[Specialist] = Field(default_factory=list)
+    """Specialists it may delegate to in turn (within `delegation.max_depth`)."""
+
+    _check_output = field_validator("output_schema")(_check_schema)
+    _no_plain_keys = field_validator("api_key")(_env_only)
+
+
+class AgentDelegation(FlowModel):
+    """Bounds on an `ai_agent` step's delegation to its specialists."""
+
+    allow: list[str] = Field(default_factory=list)
+    """Tools specialists may be given at all (a specialist gets those it lists, too)."""
+
+    max_depth: int = Field(default=1, ge=1)
+    """How deep delegations may nest: 1 lets the step's agent delegate, not its specialists."""
+
+    max_fanout: int = Field(default=4, ge=1)
+    """Tasks one delegation may start (one delegation per model turn)."""
+
+    max_concurrency: int = Field(default=2, ge=1)
+    """Tasks of one delegating agent running at once."""
+
+
+def _bounds_of(source: AgentLimits | SpecialistBudget) -> dict[str, int]:
+    return {name: value for name in _BOUNDS if (value := getattr(source, name)) is not None}
+
+
+def _check_team(
+    where: str,
+    specialists: list[Specialist],
+    tools: dict[str, AgentToolSpec],
+    bounds: dict[str, int],
+) -> None:
+    """Raise ValueError for the first problem of `specialists` under a parent `where`."""
+    names = [specialist.name for specialist in specialists]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(
+            f"specialist names of {where} must be unique; repeated: {', '.join(repeated)}"
+        )
+    for specialist in specialists:
+        label = f"specialist {specialist.name!r}"
+        for name in specialist.tools:
+            tool = tools.get(name)
+            if tool is None:
+                raise ValueError(f"{label} names the tool {name!r}, which {where} does not have")
+            if tool.requires_approval or not tool.idempotent:
+                raise ValueError(
+                    f"{label} names the tool {name!r}, which needs a person "
+                    "(requires_approval or idempotent: false); specialists run unattended"
+                )
+        own = _bounds_of(specialist.budget)
+        for name, limit in bounds.items():
+            if name not in own:
+                raise ValueError(f"{label} needs budget.{name}: {where} is bounded to {limit}")
+            if own[name] > limit:
+                raise ValueError(
+                    f"{label} has budget.{name} {own[name]}, more than the {limit} of {where}"
+                )
+        mine = {name: tools[name] for name in specialist.tools}
+        _check_team(label, specialist.specialists, mine, own)
 
 
 class AIAgent(_ModelSettings, StepKind):
@@ -185,8 +331,27 @@ class AIAgent(_ModelSettings, StepKind):
     approval_timeout: Duration | None = None
     """How long a tool call waits for a decision before it is rejected; None waits forever."""
 
+    specialists: list[Specialist] = Field(default_factory=list)
+    """Agents it may delegate tasks to, with the tool `delegate`."""
+
+    delegation: AgentDelegation = Field(default_factory=AgentDelegation)
+    """Bounds on delegation: allowed tools, depth, fan-out, concurrency."""
+
     _check_output = field_validator("output_schema")(_check_schema)
     _check_system = field_validator("system")(_check_template)
+
+    @model_validator(mode="after")
+    def _check_specialists(self) -> AIAgent:
+        if not self.specialists:
+            return self
+        tools = {tool.name: tool for tool in self.tools}
+        if "delegate" in tools:
+            raise ValueError("a tool may not be named 'delegate' when the agent has specialists")
+        unknown = [name for name in self.delegation.allow if name not in tools]
+        if unknown:
+            raise ValueError(f"delegation.allow names unknown tools: {', '.join(unknown)}")
+        _check_team("the step's agent", self.specialists, tools, _bounds_of(self.limits))
+        return self
 
     @field_validator("tools")
     @classmethod
