@@ -481,5 +481,7 @@ async def _run(
         )  # fmt: skip
         try:
             return await run.drive(checkpointer)
+        except Exception as exc:
+            return run.failed(_error(exc), retryable=True)
         finally:
             runtime.close()

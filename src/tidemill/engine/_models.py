@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tidemill.errors import MissingCredentialsError
 from tidemill.llm import Model, resolve_model
 
-__all__ = ["ModelChoice", "ModelResolver", "default_models"]
+__all__ = ["ModelCache", "ModelChoice", "ModelResolver", "default_models"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +67,38 @@ def default_models(choice: ModelChoice) -> Model:
             )
         options["api_key"] = key
     return resolve_model(choice.spec, **options)
+
+
+class ModelCache:
+    """Builds each model once and reuses it for every step that names it.
+
+    A worker wraps the default resolver in one, so its steps share each
+    model's HTTP connections (building a client costs tens of milliseconds:
+    it loads the certificate store) and closes them when it stops. Models
+    are keyed by spec, base URL and key variable, not by step.
+
+    Example:
+        >>> import asyncio
+        >>> cache = ModelCache(default_models)
+        >>> cache(ModelChoice("fake", step_id="a")) is cache(ModelChoice("fake", step_id="b"))
+        True
+        >>> asyncio.run(cache.aclose())
+    """
+
+    def __init__(self, resolve: ModelResolver) -> None:
+        self._resolve = resolve
+        self._models: dict[tuple[str, str | None, str | None], Model] = {}
+
+    def __call__(self, choice: ModelChoice) -> Model:
+        key = (choice.spec, choice.base_url, choice.api_key)
+        model = self._models.get(key)
+        if model is None:
+            model = self._resolve(choice)
+            self._models[key] = model
+        return model
+
+    async def aclose(self) -> None:
+        """Close every model built (their HTTP clients)."""
+        models, self._models = list(self._models.values()), {}
+        for model in models:
+            await model.aclose()

@@ -32,7 +32,7 @@ from tidemill.engine._agent_journal import Journals
 from tidemill.engine._agent_pause import AgentPause
 from tidemill.engine._execute import ApprovalPlan, StepEnv, execute, stop_requested
 from tidemill.engine._ids import new_id
-from tidemill.engine._models import ModelResolver, default_models
+from tidemill.engine._models import ModelCache, ModelResolver, default_models
 from tidemill.engine._pool import ScriptPool
 from tidemill.engine._scope import Definitions
 from tidemill.errors import LeaseLost, StoreError
@@ -72,7 +72,8 @@ class Worker:
             ends (`finished`); for progress displays.
         on_run_ended: Called when this worker has ended a run (after the commit).
         models: Builds the model of each AI step (default: from its spec, with
-            the provider layer; pass a resolver of scripted models offline).
+            the provider layer, once per spec for the worker's life; pass a
+            resolver of scripted models offline).
         max_claims: A job claimed more often than this (each worker holding it
             died or hung past its lease) fails with `WorkerLost` instead of
             being run again.
@@ -93,7 +94,7 @@ class Worker:
         worker_id: str | None = None,
         on_event: Callable[[str, JobRow], None] | None = None,
         on_run_ended: Callable[[], None] | None = None,
-        models: ModelResolver = default_models,
+        models: ModelResolver | None = None,
         max_claims: int = 10,
         metrics: Metrics | None = None,
     ) -> None:
@@ -106,7 +107,8 @@ class Worker:
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
         self.on_event = on_event
         self.on_run_ended = on_run_ended
-        self.models = models
+        self._own_models = ModelCache(default_models) if models is None else None
+        self.models: ModelResolver = models or self._own_models or default_models
         self.max_claims = max_claims
         self.metrics = metrics
         self._pool: ScriptPool | None = None
@@ -166,6 +168,8 @@ class Worker:
                         self._pool = None
                 finally:
                     await self._journals.aclose()
+                    if self._own_models is not None:
+                        await self._own_models.aclose()
 
     async def _idle(self, stop: asyncio.Event) -> None:
         """Sleep until woken, a slot frees, `stop` is set, or the poll interval passes."""

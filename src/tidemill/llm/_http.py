@@ -223,7 +223,9 @@ class HttpClient:
         if client is None or client.is_closed:
             for old in [old for old in self._owned if old.is_closed()]:
                 del self._owned[old]
-            client = httpx.AsyncClient(timeout=self._timeout or DEFAULT_TIMEOUT)
+            # A worker may run hundreds of steps at once through one model.
+            limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+            client = httpx.AsyncClient(timeout=self._timeout or DEFAULT_TIMEOUT, limits=limits)
             self._owned[loop] = client
         return client
 
