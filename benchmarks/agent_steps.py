@@ -33,10 +33,9 @@ Two tables, on SQLite and on PostgreSQL:
    worker with `pool_size=4`: `tidemill worker` sizes the script pool to its
    concurrency, which would start 200 tool processes; the tool call is one
    short call per step, so four processes serve 200 steps (their memory is
-   printed apart). Each backend runs twice: with the worker's default model
-   resolver (a new model, so a new HTTP client, per step: what `tidemill
-   worker` does), and, as a diagnostic, with one model per model choice
-   shared by all the worker's steps.
+   printed apart). The worker builds its model once (its default resolver
+   caches models per spec) and all its steps share it, as `tidemill worker`
+   does.
 
     .venv-bench/bin/python benchmarks/agent_steps.py [--quick]
 
@@ -50,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import os
 import secrets
@@ -74,13 +72,11 @@ from tidemill import tool
 from tidemill.engine import (
     AsyncEngine,
     ModelChoice,
-    ModelResolver,
     ScriptCall,
     ScriptPool,
-    default_models,
 )
 from tidemill.flows import Flow
-from tidemill.llm import Model, ModelRequest, ScriptedModel
+from tidemill.llm import ModelRequest, ScriptedModel
 from tidemill.types import Message, ToolCall
 
 POSTGRES_ENV = "TIDEMILL_BENCH_POSTGRES_URL"
@@ -423,28 +419,14 @@ def mock_flow(base_url: str) -> Flow:
     return Flow.model_validate({"name": "mock-agent", "steps": [step]})
 
 
-def shared_models() -> ModelResolver:
-    """`default_models`, built once per model choice and shared by the worker's steps."""
-    built: dict[ModelChoice, Model] = {}
-
-    def resolve(choice: ModelChoice) -> Model:
-        key = dataclasses.replace(choice, step_id="")
-        model = built.get(key)
-        if model is None:
-            model = built[key] = default_models(choice)
-        return model
-
-    return resolve
-
-
 async def _worker_main(url: str, concurrency: int, pool_size: int, models: str) -> None:
     """The worker process of table 2: ready, then work until SIGTERM."""
     engine = AsyncEngine(url)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     await engine.store.transact(lambda tx: tx.counts())  # connected and warm
-    resolver = shared_models() if models == "shared" else default_models
-    async with engine.worker(concurrency=concurrency, pool_size=pool_size, models=resolver):
+    del models  # the worker's own default: each model built once, shared by its steps
+    async with engine.worker(concurrency=concurrency, pool_size=pool_size):
         print("ready", flush=True)
         await stop.wait()
     await engine.close()
@@ -562,16 +544,14 @@ def report_bursts(bursts: list[Burst]) -> None:
     print(
         "  in flight: most requests the mock held at once; worker peak: the worker process's "
         "VmHWM; pool peak: its script processes' together\n"
-        "  models: default = the worker's default resolver, a new model (and HTTP client) per "
-        "step, as `tidemill worker` runs;\n"
-        "          shared = a diagnostic: one model per model choice for the whole worker "
-        "(one httpx client, its default limit of 100 connections)"
+        "  models: default = the worker's default resolver: each model built once and shared "
+        "by its steps, as `tidemill worker` runs"
     )
 
 
 async def bursts(base: str, postgres: bool) -> list[Burst]:
     found = []
-    for models in ("default", "shared"):
+    for models in ("default",):
         with tempfile.TemporaryDirectory(prefix="tidemill-bench-") as folder:
             found.append(await burst("SQLite", f"sqlite:///{folder}/store.db", models))
         if postgres:
