@@ -29,6 +29,7 @@ from tidemill.flows import Flow, Step, compile_expression, placeholders
 from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx
 
 if TYPE_CHECKING:
+    from tidemill.engine._agent_memory import MemoryWrite
     from tidemill.engine._agent_pause import AgentPause
 
 __all__ = [
@@ -58,6 +59,8 @@ class Outcome:
         stop: True when the step's `stop_after_if` held.
         logs: What the step printed, as `(stream, text)` pairs.
         usage: One record per model call the step made (see `Tx.insert_usage`).
+        memory: For an `ai_agent` step with memory: the exchange to append
+            to it, in the transaction that records a success (else dropped).
     """
 
     status: Literal["succeeded", "skipped", "failed"]
@@ -67,6 +70,7 @@ class Outcome:
     stop: bool = False
     logs: tuple[tuple[str, str], ...] = ()
     usage: tuple[dict[str, Any], ...] = ()
+    memory: MemoryWrite | None = None
 
 
 @dataclass(slots=True)
@@ -350,6 +354,8 @@ class Transition:
                 job, status=status, value=outcome.result, now=self.now
             ):
                 raise _lost(job)
+            if outcome.memory is not None and status == "succeeded":
+                outcome.memory.apply(self.tx, run_id=run.id, now=self.now)
             self._recorded(
                 run, job.step_id, job.id, status, outcome.result, outcome.stop, stored=True
             )

@@ -15,7 +15,9 @@ resume after approvals) reads that journal first and continues from it:
   flight runs again with the same idempotency key, unless its tool is not
   idempotent: then a person first says whether it took effect (see
   `_agent_reconcile`);
-- otherwise a new agent run starts with the step's input `user_message`.
+- otherwise a new agent run starts with the step's input `user_message`
+  (after the recalled memory, with `memory` and a `memory_id`; see
+  `_agent_memory`).
 
 Bounds (`max_iterations`, `limits`) end the step with a non-retryable
 `LimitExceeded` naming the bound and its value, with the partial transcript.
@@ -43,6 +45,13 @@ from tidemill.engine._advance import Outcome
 from tidemill.engine._agent_approvals import decisions_for
 from tidemill.engine._agent_delegation import ONE_PER_TURN, step_delegate
 from tidemill.engine._agent_journal import Journal, open_journal, thread_id
+from tidemill.engine._agent_memory import (
+    MemoryWrite,
+    exchange,
+    memory_id_of,
+    recall_message,
+    step_key,
+)
 from tidemill.engine._agent_pause import AgentPause, pause_for, reconcile_pause
 from tidemill.engine._agent_reconcile import (
     confirmed_results,
@@ -146,7 +155,30 @@ class _AgentStep:
         return {"usage": tuple(self.metered.records), "logs": tuple(self.site.logs)}
 
     def succeeded(self, value: Any) -> Outcome:
-        return Outcome("succeeded", value, **self._spent())
+        memory = None
+        key = self._memory_key()
+        if key is not None:
+            entries = exchange(self.inputs.get("user_message"), value)
+            memory = MemoryWrite(key[0], key[1], entries)
+        return Outcome("succeeded", value, memory=memory, **self._spent())
+
+    def _memory_key(self) -> tuple[str, str] | None:
+        """`(memory id, step key)` when the step keeps memory and has a memory id."""
+        memory_id = memory_id_of(self.inputs)
+        if self.agent.memory is None or memory_id is None:
+            return None
+        return memory_id, step_key(self.env.run.flow_name, self.step.id)
+
+    async def _prompt(self, text: str) -> str | list[Message]:
+        """The new run's prompt: the recalled memory (if any) as a user message, then `text`."""
+        key, memory = self._memory_key(), self.agent.memory
+        if key is None or memory is None:
+            return text
+        entries = await self.env.store.transact(
+            lambda tx: tx.agent_memory(key[0], key[1], 2 * memory.turns)
+        )
+        recalled = recall_message(entries)
+        return text if recalled is None else [recalled, Message.user(text)]
 
     def failed(self, error: dict[str, Any], *, retryable: bool) -> Outcome:
         return Outcome("failed", error=error, retryable=retryable, **self._spent())
@@ -231,8 +263,9 @@ class _AgentStep:
                         retryable=False,
                     )
                 text = message if isinstance(message, str) else json.dumps(message)
+                prompt = await self._prompt(text)
                 started = time.time()
-                call = partial(self.runtime.arun, text, thread_id=self.thread, **self.settings)
+                call = partial(self.runtime.arun, prompt, thread_id=self.thread, **self.settings)
             else:
                 started = journal.started_at() or time.time()
                 decisions = None

@@ -10,7 +10,14 @@ Expressions (`{expr: ...}`, `skip_if`, `when`) are compiled once with
 `compile_expression` and evaluated safely over plain data.
 """
 
-from tidemill.flows._ai import AgentLimits, AgentToolSpec, AIAction, AIAgent, placeholders
+from tidemill.flows._ai import (
+    AgentLimits,
+    AgentMemory,
+    AgentToolSpec,
+    AIAction,
+    AIAgent,
+    placeholders,
+)
 from tidemill.flows._approval import Approval
 from tidemill.flows._base import Expr, StepKind
 from tidemill.flows._duration import parse_duration
@@ -28,6 +35,7 @@ __all__ = [
     "AIAction",
     "AIAgent",
     "AgentLimits",
+    "AgentMemory",
     "AgentToolSpec",
     "Approval",
     "Body",

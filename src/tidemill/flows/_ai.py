@@ -25,6 +25,7 @@ __all__ = [
     "AIAgent",
     "AgentDelegation",
     "AgentLimits",
+    "AgentMemory",
     "AgentToolSpec",
     "Specialist",
     "SpecialistBudget",
@@ -172,6 +173,25 @@ class AgentLimits(FlowModel):
     """Wall time for the whole step, across resumes (seconds, or `5m`)."""
 
 
+class AgentMemory(FlowModel):
+    """Conversation memory of an `ai_agent` step, kept per (memory id, step).
+
+    The memory id is the step's input `memory_id` (an expression like any
+    input, e.g. `flow_input.customer`); without one the step neither recalls
+    nor stores anything. A successful step appends its exchange (the user
+    message and the final answer) in the transaction that records its result.
+    A fresh agent run recalls the newest `turns` exchanges as one user-role
+    message, framed as untrusted information, before the new user message.
+
+    Example:
+        >>> AgentMemory().turns
+        10
+    """
+
+    turns: int = Field(default=10, ge=1)
+    """The most earlier exchanges (a user message and its answer) recalled."""
+
+
 _BOUNDS = (
     "max_requests",
     "max_tool_calls",
@@ -302,7 +322,8 @@ def _check_team(
 class AIAgent(_ModelSettings, StepKind):
     """An agent as a durable step: the model calls tools until it answers.
 
-    The user message is the step's input `user_message`. The agent's journal
+    The user message is the step's input `user_message`; with `memory`, the
+    input `memory_id` names the conversation to recall and extend. The agent's journal
     is kept in the store, so another worker continues it after a crash
     without asking the model again for turns it answered or re-running tools
     that finished.
@@ -336,6 +357,9 @@ class AIAgent(_ModelSettings, StepKind):
 
     delegation: AgentDelegation = Field(default_factory=AgentDelegation)
     """Bounds on delegation: allowed tools, depth, fan-out, concurrency."""
+
+    memory: AgentMemory | None = None
+    """Conversation memory keyed by the step's input `memory_id`; None keeps none."""
 
     _check_output = field_validator("output_schema")(_check_schema)
     _check_system = field_validator("system")(_check_template)

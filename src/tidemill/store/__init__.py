@@ -15,7 +15,7 @@ Example:
     ...     await store.close()
     ...     return len(applied), counts
     >>> asyncio.run(main())
-    (3, {})
+    (4, {})
 """
 
 from tidemill.store._migrate import Migration, check, current_version, migrations, pending, upgrade

@@ -644,6 +644,49 @@ class Tx:
             for seq, payload in rows
         ]
 
+    # --- agent memory ---------------------------------------------------
+
+    def append_agent_memory(
+        self,
+        memory_id: str,
+        step_key: str,
+        entries: Sequence[tuple[str, str]],
+        *,
+        run_id: str,
+        now: float,
+    ) -> None:
+        """Append `(role, content)` messages to the memory of `(memory_id, step_key)`.
+
+        Each message takes the next `seq` of that memory; on PostgreSQL, writers
+        of one memory are serialised by a transaction-scoped advisory lock.
+        """
+        if self.dialect == "postgres":
+            self.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+                (dumps(["tm_agent_memory", memory_id, step_key]),),
+            )
+        row = self.one(
+            "SELECT MAX(seq) FROM tm_agent_memory WHERE memory_id = ? AND step_key = ?",
+            (memory_id, step_key),
+        )
+        seq = 0 if row is None or row[0] is None else int(row[0])
+        for role, content in entries:
+            seq += 1
+            self.execute(
+                "INSERT INTO tm_agent_memory (memory_id, step_key, seq, role, content, run_id, at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (memory_id, step_key, seq, role, content, run_id, now),
+            )
+
+    def agent_memory(self, memory_id: str, step_key: str, limit: int) -> list[tuple[str, str]]:
+        """The newest `limit` messages of a memory as `(role, content)`, oldest first."""
+        rows = self.all(
+            "SELECT role, content FROM tm_agent_memory WHERE memory_id = ? AND step_key = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (memory_id, step_key, limit),
+        )
+        return [(str(role), str(content)) for role, content in reversed(rows)]
+
     # --- concurrency gates ---------------------------------------------
 
     def lock_gate(self, key: str) -> None:

@@ -117,3 +117,14 @@ CREATE TABLE tm_usage (
     at            DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX tm_usage_root ON tm_usage (root_id, id);
+
+CREATE TABLE tm_agent_memory (
+    memory_id TEXT NOT NULL,
+    step_key  TEXT NOT NULL,
+    seq       BIGINT NOT NULL,
+    role      TEXT NOT NULL,
+    content   TEXT NOT NULL,
+    run_id    TEXT NOT NULL,
+    at        DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (memory_id, step_key, seq)
+);
