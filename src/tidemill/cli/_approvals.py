@@ -6,7 +6,9 @@ name and arguments; approving one may replace its arguments (`--edit-args`),
 rejecting one tells the agent's model why (`--comment`). A reconciliation
 (kind `reconcile`) asks whether a call of a non-idempotent tool, cut short
 by a crash, took effect: `reconcile ID --happened [--result TEXT]` or
-`--not-happened` (it then runs again with the same idempotency key).
+`--not-happened` (it then runs again with the same idempotency key). An
+agent's question to a person (kind `question`, a call of `ask_person`) is
+answered with `answer ID --text TEXT`: the text is the call's result.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ examples:
   tidemill approvals approve APPROVAL --edit-args '{"amount": 20}'   # a tool call's
   tidemill approvals reconcile APPROVAL --happened --result "refund R-7 issued"
   tidemill approvals reconcile APPROVAL --not-happened
+  tidemill approvals answer APPROVAL --text "ship it to Berlin" --as alice
 """
 
 
@@ -115,6 +118,7 @@ def register(
             )
         subs.append(sub)
     subs.append(_reconcile_parser(actions))
+    subs.append(_answer_parser(actions))
     for sub in subs:
         add_db_option(sub)
     return run
@@ -147,6 +151,26 @@ def _reconcile_parser(
         dest="actor",
         metavar="NAME",
         help="who answers (must be one of the tool's approvers when it names them)",
+    )
+    return sub
+
+
+def _answer_parser(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    sub = actions.add_parser(
+        "answer",
+        help="answer an agent's question (ask_person)",
+        description="Answer a question an agent asked with ask_person: the text is the "
+        "result of that call, and the agent goes on.",
+    )
+    sub.add_argument("approval_id", metavar="ID")
+    sub.add_argument("--text", required=True, metavar="TEXT", help="the answer")
+    sub.add_argument(
+        "--as",
+        dest="actor",
+        metavar="NAME",
+        help="who answers (must be one of the questions' approvers when the step names them)",
     )
     return sub
 
@@ -189,6 +213,8 @@ async def _list(engine: AsyncEngine, args: argparse.Namespace) -> int:
 
 def _what(row: ApprovalRow) -> str:
     """The message, or for a tool call its tool and arguments (and a reconciliation's question)."""
+    if row.kind == "question":
+        return f"question: {row.message}"
     if row.kind not in ("tool_call", "reconcile"):
         return row.message
     details = row.details or {}
@@ -210,6 +236,11 @@ def _expiry(row: ApprovalRow) -> str:
 
 
 async def _decide(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    if args.action == "answer":
+        row = await engine.answer(args.approval_id, args.text, actor=args.actor)
+        by = f" by {row.decided_by}" if row.decided_by else ""
+        print(f"approval {row.id}: answered{by} (run {row.root_id}, step {row.step_id})")
+        return 0
     if args.action == "reconcile":
         row = await engine.reconcile(
             args.approval_id, args.happened, actor=args.actor, result=args.result

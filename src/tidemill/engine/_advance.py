@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tidemill.engine._agent_approvals import check_decision, expired_decision
+from tidemill.engine._agent_question import check_answer, expired_answer
 from tidemill.engine._agent_reconcile import check_reconcile
 from tidemill.engine._ids import new_id
 from tidemill.engine._scope import Definitions, Scope, child_scope
@@ -677,6 +678,13 @@ class Transition:
                 arguments are refused (`arguments`).
         """
         approval = self._approval(approval_id)
+        if approval.kind == "question":
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} is an agent's question to a person; it is "
+                "answered, not approved or rejected.",
+                reason="kind",
+                hint=f"tidemill approvals answer {approval_id} --text TEXT",
+            )
         if approval.kind == "reconcile":
             raise ApprovalDecisionError(
                 f"Approval {approval_id} asks whether a tool call took effect; it is "
@@ -768,12 +776,13 @@ class Transition:
         """
         approval = self._approval(approval_id)
         if approval.kind != "reconcile":
-            what = "a tool call's approval" if approval.kind == "tool_call" else "an approval step"
+            what = _WHAT.get(approval.kind, "an approval step")
             raise ApprovalDecisionError(
-                f"Approval {approval_id} is {what}, not a reconciliation; "
-                "approve or reject it instead.",
+                f"Approval {approval_id} is {what}, not a reconciliation.",
                 reason="kind",
-                hint=f"tidemill approvals approve {approval_id} (or reject)",
+                hint=f"tidemill approvals answer {approval_id} --text TEXT"
+                if approval.kind == "question"
+                else f"tidemill approvals approve {approval_id} (or reject)",
             )
         self._check_pending(approval, actor)
         decision = check_reconcile(self.tx, approval, happened=happened, actor=actor, result=result)
@@ -781,6 +790,31 @@ class Transition:
         comment = "it took effect" if happened else "it did not take effect"
         self._resolve_tool_call(approval, status, actor, comment, decision)
         approval.status, approval.decided_by, approval.comment = status, actor, comment
+        return approval
+
+    def answer(self, approval_id: str, *, text: str, actor: str | None) -> ApprovalRow:
+        """Answer an agent's question (kind `question`); the answer is its call's result.
+
+        The agent's journal must still stand where the question left it. The
+        agent step is queued again once none of its requests is pending.
+
+        Raises:
+            RunNotFound: No such approval.
+            ApprovalDecisionError: Not a question (`kind`), already decided,
+                expired, cancelled, `actor` is not one of its approvers, or
+                the agent moved on (`mismatch`).
+        """
+        approval = self._approval(approval_id)
+        if approval.kind != "question":
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} is {_WHAT.get(approval.kind, 'an approval step')}, "
+                "not a question; it is not answered with text.",
+                reason="kind",
+            )
+        self._check_pending(approval, actor)
+        decision = check_answer(self.tx, approval, text=text, actor=actor)
+        self._resolve_tool_call(approval, "approved", actor, text, decision)
+        approval.status, approval.decided_by, approval.comment = "approved", actor, text
         return approval
 
     def expire_approvals(self, limit: int = 20) -> int:
@@ -793,6 +827,11 @@ class Transition:
         for approval in expired:
             if approval.kind == "tool_call":
                 self._resolve_tool_call(approval, "expired", None, "timed out", expired_decision())
+                continue
+            if approval.kind == "question":  # the model is told no answer came
+                self._resolve_tool_call(
+                    approval, "expired", None, "timed out", expired_answer(approval)
+                )
                 continue
             if approval.kind == "reconcile":  # nobody knows whether it ran: the step fails
                 self._resolve(approval, "expired", None, "nobody said whether the call ran")
@@ -879,6 +918,14 @@ class Transition:
     def _gate_limit(self, run: RunRow) -> int | None:
         flow = load_definition(self.tx, self.defs, run.digest)
         return None if flow.concurrency is None else flow.concurrency.limit
+
+
+_WHAT = {
+    "tool_call": "a tool call's approval",
+    "question": "an agent's question",
+    "reconcile": "a reconciliation",
+}
+"""What each approval kind is, for refusals."""
 
 
 def _lost(job: JobRow) -> LeaseLost:

@@ -39,6 +39,10 @@ EXPIRED_FEEDBACK = "expired: nobody decided on this call within its approval tim
 """What the model is told when a tool call's approval expired."""
 
 
+_KINDS = ("tool_call", "question")
+"""Approval kinds whose decision is the agent library's `Decision` on a pending call."""
+
+
 def call_details(
     state: ThreadState, call: ToolCall, parameters: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -170,7 +174,7 @@ def decisions_for(rows: Iterable[ApprovalRow], state: ThreadState) -> dict[str, 
         details = row.details or {}
         decision = details.get("decision")
         request = details.get("request_id")
-        if row.kind != "tool_call" or not decision or request not in state.pending:
+        if row.kind not in _KINDS or not decision or request not in state.pending:
             continue
         if decision.get("action") == "approve":
             arguments = decision.get("arguments")

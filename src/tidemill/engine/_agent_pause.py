@@ -2,7 +2,8 @@
 
 It is the approval plan of an `ai_agent` step. The worker records it in one
 transaction: the step's usage so far, the job parked as `waiting`, and one
-approval row per request: of kind `tool_call` per pending call, or of kind
+approval row per request: of kind `tool_call` per pending call (`question`
+for a call of `ask_person`), or of kind
 `reconcile` per call of a non-idempotent tool a crashed worker left
 unfinished. Once every one of them is decided (or expired), the job is
 queued again and a worker resumes the agent with the decisions.
@@ -16,6 +17,7 @@ from typing import Any
 
 from tidemill.agents.journal import ThreadState
 from tidemill.engine._agent_approvals import call_details, call_message
+from tidemill.engine._agent_question import ASK_TOOL, question_details
 from tidemill.engine._agent_reconcile import reconcile_details, reconcile_message
 from tidemill.engine._execute import ApprovalPlan
 from tidemill.flows import AIAgent
@@ -33,8 +35,9 @@ class ToolCallRequest:
         approvers: Who may decide it; empty means anyone.
         details: The session, turn, request id, expected journal entry, tool,
             arguments and argument schema (see `call_details`).
-        kind: The approval's kind: `tool_call` (may it run?), or `reconcile`
-            (did a call cut short by a crash take effect? see `_agent_reconcile`).
+        kind: The approval's kind: `tool_call` (may it run?), `question` (a
+            call of `ask_person`, see `_agent_question`), or `reconcile` (did a
+            call cut short by a crash take effect? see `_agent_reconcile`).
     """
 
     message: str
@@ -50,6 +53,13 @@ class AgentPause(ApprovalPlan):
     requests: tuple[ToolCallRequest, ...] = ()
     usage: tuple[dict[str, Any], ...] = ()
     logs: tuple[tuple[str, str], ...] = field(default=())
+
+
+def _question(state: ThreadState, call: ToolCall, agent: AIAgent) -> ToolCallRequest:
+    """The request for a call of `ask_person`: a question to the agent's `questions.approvers`."""
+    details = question_details(state, call)
+    approvers = [] if agent.questions is None else list(agent.questions.approvers)
+    return ToolCallRequest(details["question"], approvers, details, kind="question")
 
 
 def pause_for(
@@ -75,7 +85,9 @@ def pause_for(
     """
     approvers = {tool.name: list(tool.approvers) for tool in agent.tools}
     requests = tuple(
-        ToolCallRequest(
+        _question(state, call, agent)
+        if call.name == ASK_TOOL and agent.questions is not None
+        else ToolCallRequest(
             call_message(call),
             approvers.get(call.name, []),
             call_details(state, call, schemas.get(call.name, {"type": "object"})),

@@ -53,6 +53,7 @@ from tidemill.engine._agent_memory import (
     step_key,
 )
 from tidemill.engine._agent_pause import AgentPause, pause_for, reconcile_pause
+from tidemill.engine._agent_question import ask_tool
 from tidemill.engine._agent_reconcile import (
     confirmed_results,
     reconcile_answers,
@@ -476,6 +477,8 @@ async def _run(
     try:
         system = render(agent.system, values, field="system") if agent.system else ""
         tools = [pool_tool(spec, values, site) for spec in agent.tools]
+        if agent.questions is not None:
+            tools.append(ask_tool())
         model = env.models(ModelChoice(agent.model, agent.base_url, agent.api_key, step.id))
     except (TidemillError, ExpressionError) as exc:
         return Outcome("failed", error=_error(exc), retryable=False)

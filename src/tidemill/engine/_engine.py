@@ -339,6 +339,23 @@ class AsyncEngine:
             worker.wake()
         return row
 
+    async def answer(self, approval_id: str, text: str, *, actor: str | None = None) -> ApprovalRow:
+        """Answer an agent's question (kind `question`, a call of `ask_person`).
+
+        `text` becomes the result of the model's `ask_person` call; the agent
+        goes on from there (nothing is asked again).
+
+        Raises:
+            ApprovalDecisionError: See `Transition.answer` (`reason` says why).
+        """
+        now = time.time()
+        row: ApprovalRow = await self._transact(
+            lambda tx: Transition(tx, self.defs, now).answer(approval_id, text=text, actor=actor)
+        )
+        for worker in self._workers:
+            worker.wake()
+        return row
+
     async def _decide(
         self,
         approval_id: str,

@@ -173,6 +173,11 @@ class Engine:
         )
         return row
 
+    def answer(self, approval_id: str, text: str, *, actor: str | None = None) -> ApprovalRow:
+        """Answer an agent's question (see `AsyncEngine.answer`)."""
+        row: ApprovalRow = self._call(self.core.answer(approval_id, text, actor=actor))
+        return row
+
     def transcript(self, run_id: str, step_id: str) -> list[Message]:
         """The conversation of an `ai_agent` step (see `AsyncEngine.transcript`)."""
         result: list[Message] = self._call(self.core.transcript(run_id, step_id))

@@ -13,6 +13,7 @@ Expressions (`{expr: ...}`, `skip_if`, `when`) are compiled once with
 from tidemill.flows._ai import (
     AgentLimits,
     AgentMemory,
+    AgentQuestions,
     AgentToolSpec,
     AIAction,
     AIAgent,
@@ -36,6 +37,7 @@ __all__ = [
     "AIAgent",
     "AgentLimits",
     "AgentMemory",
+    "AgentQuestions",
     "AgentToolSpec",
     "Approval",
     "Body",

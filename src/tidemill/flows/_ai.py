@@ -26,6 +26,7 @@ __all__ = [
     "AgentDelegation",
     "AgentLimits",
     "AgentMemory",
+    "AgentQuestions",
     "AgentToolSpec",
     "Specialist",
     "SpecialistBudget",
@@ -171,6 +172,19 @@ class AgentLimits(FlowModel):
     max_total_tokens: int | None = Field(default=None, ge=1)
     max_duration: Duration | None = None
     """Wall time for the whole step, across resumes (seconds, or `5m`)."""
+
+
+class AgentQuestions(FlowModel):
+    """Questions an `ai_agent` step may ask a person, with the built-in tool `ask_person`.
+
+    A call of `ask_person(question)` parks the step with an approval row of
+    kind `question`; the person's answer (`tidemill approvals answer`) is the
+    call's result. A question waits `approval_timeout` (the agent's); when it
+    expires, the model is told no answer came and goes on.
+    """
+
+    approvers: list[str] = Field(default_factory=list)
+    """Who may answer; empty means anyone."""
 
 
 class AgentMemory(FlowModel):
@@ -361,6 +375,9 @@ class AIAgent(_ModelSettings, StepKind):
     memory: AgentMemory | None = None
     """Conversation memory keyed by the step's input `memory_id`; None keeps none."""
 
+    questions: AgentQuestions | None = None
+    """Let the model ask a person with the tool `ask_person`; None gives it no such tool."""
+
     _check_output = field_validator("output_schema")(_check_schema)
     _check_system = field_validator("system")(_check_template)
 
@@ -385,6 +402,8 @@ class AIAgent(_ModelSettings, StepKind):
         if duplicates:
             raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
         for tool in tools:
+            if tool.name == "ask_person":
+                raise ValueError("the tool name 'ask_person' is reserved (see `questions`)")
             if (tool.script is None) == (tool.function is None):
                 raise ValueError(f"tool {tool.name!r} needs exactly one of script and function")
         return tools
