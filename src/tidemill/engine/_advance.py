@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from tidemill.engine._agent_approvals import check_decision, expired_decision
+from tidemill.engine._agent_budget import check_extend
 from tidemill.engine._agent_question import check_answer, expired_answer
 from tidemill.engine._agent_reconcile import check_reconcile
 from tidemill.engine._ids import new_id
@@ -678,6 +679,13 @@ class Transition:
                 arguments are refused (`arguments`).
         """
         approval = self._approval(approval_id)
+        if approval.kind == "budget":
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} asks for more of an agent's budget; it is "
+                "extended or stopped, not approved or rejected.",
+                reason="kind",
+                hint=f"tidemill approvals extend {approval_id} --to N (or --stop)",
+            )
         if approval.kind == "question":
             raise ApprovalDecisionError(
                 f"Approval {approval_id} is an agent's question to a person; it is "
@@ -817,6 +825,68 @@ class Transition:
         approval.status, approval.decided_by, approval.comment = "approved", actor, text
         return approval
 
+    def extend(self, approval_id: str, *, new_limit: int | None, actor: str | None) -> ApprovalRow:
+        """Decide a budget approval: raise the bound to `new_limit`, or stop (None).
+
+        A raised bound is stored with the decision; the agent step is queued
+        again and continues from its journal. Stopping fails the step with
+        `LimitExceeded`.
+
+        Raises:
+            RunNotFound: No such approval.
+            ApprovalDecisionError: Not a budget (`kind`), already decided,
+                expired, cancelled, `actor` is not one of its approvers, a
+                limit not larger than the current one (`arguments`), or the
+                agent moved on (`mismatch`).
+        """
+        approval = self._approval(approval_id)
+        if approval.kind != "budget":
+            raise ApprovalDecisionError(
+                f"Approval {approval_id} is {_WHAT.get(approval.kind, 'an approval step')}, "
+                "not a budget; it is not extended.",
+                reason="kind",
+            )
+        self._check_pending(approval, actor)
+        decision = check_extend(self.tx, approval, new_limit=new_limit, actor=actor)
+        if new_limit is None:
+            self._stop_budget(approval, "rejected", actor, "stopped")
+            approval.status, approval.decided_by, approval.comment = "rejected", actor, "stopped"
+            return approval
+        comment = f"extended to {new_limit}"
+        self._resolve_tool_call(approval, "approved", actor, comment, decision)
+        approval.status, approval.decided_by, approval.comment = "approved", actor, comment
+        return approval
+
+    def _stop_budget(
+        self, approval: ApprovalRow, status: str, actor: str | None, comment: str
+    ) -> None:
+        """Fail a budget approval's step with `LimitExceeded` (stopped or expired)."""
+        run = self._fetch_locked(approval.run_id)
+        details = approval.details or {}
+        decision = {"action": "stop", "limit": None, "actor": actor}
+        if not self.tx.decide_approval(
+            approval.id, status=status, by=actor, comment=comment, now=self.now,
+            details={**details, "decision": decision},
+        ):  # fmt: skip
+            raise ApprovalDecisionError(
+                f"Approval {approval.id} was decided meanwhile.", reason="decided"
+            )
+        job = self.tx.job(approval.job_id)
+        if run is None or job is None or job.status != "waiting":
+            return
+        bound, limit = details.get("bound"), details.get("limit")
+        error = {
+            "type": "LimitExceeded",
+            "message": f"The agent stopped at its {bound} limit of {limit} ({comment}).",
+            "limit": bound,
+            "value": limit,
+        }
+        self.tx.finish_job(
+            job.id, status="failed", now=self.now, epoch=None, expect="waiting", error=error
+        )
+        self._fail_run(run, job.step_id, error)
+        self.flush()
+
     def expire_approvals(self, limit: int = 20) -> int:
         """Resolve pending approvals whose timeout passed, by their `on_timeout`.
 
@@ -832,6 +902,9 @@ class Transition:
                 self._resolve_tool_call(
                     approval, "expired", None, "timed out", expired_answer(approval)
                 )
+                continue
+            if approval.kind == "budget":  # nobody extended the bound: it was crossed
+                self._stop_budget(approval, "expired", None, "nobody extended it in time")
                 continue
             if approval.kind == "reconcile":  # nobody knows whether it ran: the step fails
                 self._resolve(approval, "expired", None, "nobody said whether the call ran")
@@ -924,6 +997,7 @@ _WHAT = {
     "tool_call": "a tool call's approval",
     "question": "an agent's question",
     "reconcile": "a reconciliation",
+    "budget": "a budget approval",
 }
 """What each approval kind is, for refusals."""
 

@@ -17,13 +17,14 @@ from typing import Any
 
 from tidemill.agents.journal import ThreadState
 from tidemill.engine._agent_approvals import call_details, call_message
+from tidemill.engine._agent_budget import budget_details
 from tidemill.engine._agent_question import ASK_TOOL, question_details
 from tidemill.engine._agent_reconcile import reconcile_details, reconcile_message
 from tidemill.engine._execute import ApprovalPlan
 from tidemill.flows import AIAgent
 from tidemill.types import ToolCall
 
-__all__ = ["AgentPause", "ToolCallRequest", "pause_for", "reconcile_pause"]
+__all__ = ["AgentPause", "ToolCallRequest", "budget_pause", "pause_for", "reconcile_pause"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +142,42 @@ def reconcile_pause(
         timeout=agent.approval_timeout,
         on_timeout="reject",
         requests=requests,
+        usage=usage,
+        logs=logs,
+    )
+
+
+def budget_pause(
+    state: ThreadState,
+    agent: AIAgent,
+    bound: str,
+    limit: int,
+    used: int,
+    *,
+    usage: tuple[dict[str, Any], ...] = (),
+    logs: tuple[tuple[str, str], ...] = (),
+) -> AgentPause:
+    """The pause asking for more of a used-up bound (kind `budget`, see `_agent_budget`).
+
+    Its approvers are the union of the tools' approvers; none means anyone.
+
+    Example:
+        >>> agent = AIAgent(model="fake", approval_timeout=60)
+        >>> pause = budget_pause(ThreadState("t", seq=2), agent, "max_requests", 2, 2)
+        >>> pause.requests[0].kind, pause.requests[0].details["limit"]
+        ('budget', 2)
+    """
+    approvers = sorted({name for tool in agent.tools for name in tool.approvers})
+    message = f"The agent used its {bound} limit of {limit} ({used} used); extend it or stop."
+    request = ToolCallRequest(
+        message, approvers, budget_details(state, bound, limit, used), kind="budget"
+    )
+    return AgentPause(
+        message=message,
+        approvers=approvers,
+        timeout=agent.approval_timeout,
+        on_timeout="reject",
+        requests=(request,),
         usage=usage,
         logs=logs,
     )

@@ -43,6 +43,7 @@ from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import RunFailed
 from tidemill.engine._advance import Outcome
 from tidemill.engine._agent_approvals import decisions_for
+from tidemill.engine._agent_budget import BudgetModel, BudgetReached, extended_limits
 from tidemill.engine._agent_delegation import ONE_PER_TURN, step_delegate
 from tidemill.engine._agent_journal import Journal, open_journal, thread_id
 from tidemill.engine._agent_memory import (
@@ -52,7 +53,7 @@ from tidemill.engine._agent_memory import (
     recall_message,
     step_key,
 )
-from tidemill.engine._agent_pause import AgentPause, pause_for, reconcile_pause
+from tidemill.engine._agent_pause import AgentPause, budget_pause, pause_for, reconcile_pause
 from tidemill.engine._agent_question import ask_tool
 from tidemill.engine._agent_reconcile import (
     confirmed_results,
@@ -76,7 +77,7 @@ from tidemill.errors import (
     TidemillError,
     ToolRetriesExceeded,
 )
-from tidemill.llm import ModelSettings
+from tidemill.llm import Model, ModelSettings
 from tidemill.types import AgentResponse, Message, ToolCall
 
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ class _AgentStep:
             for job in jobs
         )
 
-    async def _bounded(
+    async def _bounded(  # noqa: C901 - one branch per way an agent run ends
         self,
         checkpointer: Checkpointer,
         call: Callable[[], Coroutine[Any, Any, AgentResponse]],
@@ -364,6 +365,11 @@ class _AgentStep:
                 response = await call()
         except AgentInterrupt:
             return self.pause(await Journal.read(checkpointer, self.thread))
+        except BudgetReached as exc:
+            return budget_pause(
+                exc.state, self.agent, exc.bound, exc.limit, exc.used,
+                usage=tuple(self.metered.records), logs=tuple(self.site.logs),
+            )  # fmt: skip
         except LimitExceeded as exc:
             partial_run = exc.response
             run_id = None if partial_run is None else partial_run.metadata.get("run_id")
@@ -429,6 +435,8 @@ def _settings(agent: AIAgent) -> ModelSettings:
 
 def _limits(agent: AIAgent) -> UsageLimits:
     limits = agent.limits
+    if limits.on_exceeded == "ask":  # checked by `BudgetModel`, which asks for more
+        return UsageLimits()
     return UsageLimits(
         requests=limits.max_requests,
         tool_calls=limits.max_tool_calls,
@@ -497,9 +505,15 @@ async def _run(
                     settings=_settings(agent),
                 )
             )  # fmt: skip
+        thread = thread_id(env.run.id, step.id)
+        model_for_runtime: Model = metered
+        if agent.limits.on_exceeded == "ask":
+            rows = await env.store.transact(lambda tx: tx.job_approvals(env.job.id))
+            limits = extended_limits(agent, rows)
+            model_for_runtime = BudgetModel(metered, checkpointer, thread, limits)
         try:
             runtime = AgentRuntime(
-                model=metered,
+                model=model_for_runtime,
                 tools=tools,
                 system_prompt=system or None,
                 name=step.id,
@@ -512,7 +526,7 @@ async def _run(
         except TidemillError as exc:
             return Outcome("failed", error=_error(exc), retryable=False)
         run = _AgentStep(
-            step, agent, env, inputs, thread_id(env.run.id, step.id), runtime, metered, site,
+            step, agent, env, inputs, thread, runtime, metered, site,
             {tool.name: dict(tool.parameters) for tool in tools}, _settings(agent),
         )  # fmt: skip
         try:

@@ -356,6 +356,27 @@ class AsyncEngine:
             worker.wake()
         return row
 
+    async def extend(
+        self, approval_id: str, new_limit: int | None, *, actor: str | None = None
+    ) -> ApprovalRow:
+        """Decide a budget approval (kind `budget`): raise the bound, or stop with None.
+
+        A larger limit lets the agent continue from its journal; None fails
+        the step with `LimitExceeded`.
+
+        Raises:
+            ApprovalDecisionError: See `Transition.extend` (`reason` says why).
+        """
+        now = time.time()
+        row: ApprovalRow = await self._transact(
+            lambda tx: Transition(tx, self.defs, now).extend(
+                approval_id, new_limit=new_limit, actor=actor
+            )
+        )
+        for worker in self._workers:
+            worker.wake()
+        return row
+
     async def _decide(
         self,
         approval_id: str,

@@ -178,6 +178,13 @@ class Engine:
         row: ApprovalRow = self._call(self.core.answer(approval_id, text, actor=actor))
         return row
 
+    def extend(
+        self, approval_id: str, new_limit: int | None, *, actor: str | None = None
+    ) -> ApprovalRow:
+        """Extend (or stop, None) an agent's budget (see `AsyncEngine.extend`)."""
+        row: ApprovalRow = self._call(self.core.extend(approval_id, new_limit, actor=actor))
+        return row
+
     def transcript(self, run_id: str, step_id: str) -> list[Message]:
         """The conversation of an `ai_agent` step (see `AsyncEngine.transcript`)."""
         result: list[Message] = self._call(self.core.transcript(run_id, step_id))

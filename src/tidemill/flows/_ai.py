@@ -9,7 +9,7 @@ environment variable `NAME` on the worker when the step runs.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
@@ -172,6 +172,10 @@ class AgentLimits(FlowModel):
     max_total_tokens: int | None = Field(default=None, ge=1)
     max_duration: Duration | None = None
     """Wall time for the whole step, across resumes (seconds, or `5m`)."""
+    on_exceeded: Literal["fail", "ask"] = "fail"
+    """`ask`: when `max_requests`, `max_tool_calls` or a token bound is used up, park the
+    step with an approval of kind `budget` (approvers: the tools' approvers, or anyone)
+    that extends the bound or stops; `max_iterations` and `max_duration` always fail."""
 
 
 class AgentQuestions(FlowModel):
