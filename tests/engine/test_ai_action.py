@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,15 +24,6 @@ LABEL = {
     "required": ["label"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 def action(step_id: str = "ask", **settings: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,15 +72,6 @@ def models(model: Model) -> Callable[[ModelChoice], Model]:
 
 def tool_messages(request: ModelRequest) -> list[Message]:
     return [m for m in request.messages if m.role == "tool"]
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 async def run_agent(
@@ -591,31 +582,6 @@ EFFECT = (
     "        time.sleep(60)\n"
     "    return {1: 'one', 2: 'two'}[n]\n"
 )
-
-
-@pytest.fixture
-def worker_process(tmp_path: Path) -> Iterator[Callable[[str], subprocess.Popen[str]]]:
-    """Start procs/agent_worker.py (its own process group, killed at the end)."""
-    started: list[subprocess.Popen[str]] = []
-
-    def start(url: str) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            [sys.executable, str(PROCS / "agent_worker.py"), url, str(tmp_path / "requests.log")],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "AGENT_TEST_HANG": "1"},
-            start_new_session=True,
-        )
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 @pytest.mark.slow

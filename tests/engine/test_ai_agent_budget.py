@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -36,15 +36,6 @@ def scripted() -> ScriptedModel:
 
 def models(model: Model) -> Callable[[ModelChoice], Model]:
     return lambda _choice: model
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 async def pending(engine: AsyncEngine, run_id: str) -> ApprovalRow:

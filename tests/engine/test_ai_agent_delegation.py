@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -101,15 +101,6 @@ def delegate_result(parent: ScriptedModel) -> tuple[Any, bool]:
         return json.loads(content), message.is_error
     except json.JSONDecodeError:
         return content, message.is_error
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 async def run(

@@ -7,7 +7,7 @@ is kept per (memory id, flow/step) and written only with a step's success.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -52,15 +52,6 @@ def memory_flow(
 
 def resolver(model: Model) -> Callable[[ModelChoice], Model]:
     return lambda choice: model
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 async def ask(engine: AsyncEngine, flow: Flow, model: Model, text: str, memory: Any = None) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,15 +44,6 @@ def models(model: Model) -> Callable[[ModelChoice], Model]:
 
 def tool_results(model: ScriptedModel) -> list[list[str]]:
     return [[m.content for m in r.messages if m.role == "tool"] for r in model.requests]
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 async def pending(engine: AsyncEngine, run_id: str) -> ApprovalRow:

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,15 +77,6 @@ def tool_results(model: ScriptedModel) -> list[list[str]]:
     return [[m.content for m in r.messages if m.role == "tool"] for r in model.requests]
 
 
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
-
-
 async def pending(engine: AsyncEngine, run_id: str) -> ApprovalRow:
     for _ in range(1500):
         rows = await engine.approvals(run_id)
@@ -97,31 +88,6 @@ async def pending(engine: AsyncEngine, run_id: str) -> ApprovalRow:
 
 
 # --- a real crash ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def worker_process(tmp_path: Path) -> Iterator[Callable[[str], subprocess.Popen[str]]]:
-    """Start procs/agent_worker.py (its own process group, killed at the end)."""
-    started: list[subprocess.Popen[str]] = []
-
-    def start(url: str) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            [sys.executable, str(PROCS / "agent_worker.py"), url, str(tmp_path / "requests.log")],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "AGENT_TEST_HANG": "1"},
-            start_new_session=True,
-        )
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 @pytest.mark.slow

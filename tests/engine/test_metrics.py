@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +33,6 @@ LOOKUP = (
 )
 BROKEN = "def main(order_id: str):\n    raise ValueError('no such order')\n"
 REFUND = "def main(order_id: str):\n    return f'refunded {order_id}'\n"
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 def by_step(models: dict[str, Model]) -> Callable[[ModelChoice], Model]:

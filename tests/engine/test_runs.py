@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -35,15 +34,6 @@ def script(step_id: str, code: str, **extra: Any) -> dict[str, Any]:
 
 def expr(text: str) -> dict[str, str]:
     return {"expr": text}
-
-
-@pytest.fixture
-async def engine(store_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = AsyncEngine(store_url, migrate=True)
-    try:
-        yield engine
-    finally:
-        await engine.close()
 
 
 async def run_to_end(engine: AsyncEngine, f: Flow, inputs: dict[str, Any] | None = None) -> Any:
