@@ -20,6 +20,7 @@ from tidemill.engine import AsyncEngine, Engine, Run
 from tidemill.errors import (
     AgentError,
     AgentInterrupt,
+    AgentSuspended,
     ApprovalDecisionError,
     ApprovalError,
     AuthenticationError,
@@ -55,6 +56,7 @@ from tidemill.errors import (
     TidemillError,
     ToolArgumentsError,
     ToolRetriesExceeded,
+    ToolSuspended,
 )
 from tidemill.flows import Flow
 from tidemill.llm import Model, ScriptedModel
@@ -80,6 +82,7 @@ __all__ = [
     "AgentResponse",
     "AgentRuntime",
     "AgentStep",
+    "AgentSuspended",
     "ApprovalDecisionError",
     "ApprovalError",
     "AsyncEngine",
@@ -135,6 +138,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolRetriesExceeded",
+    "ToolSuspended",
     "Usage",
     "__version__",
     "agent",

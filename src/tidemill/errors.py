@@ -10,6 +10,8 @@ The tree is organised by what the caller can do about an error::
     ├── SerializationError         data could not be encoded, decoded or stored
     │   └── JournalConflict        another writer appended to the same thread first
     ├── AgentInterrupt             a run paused for human approval; resume it
+    ├── AgentSuspended             tool calls wait for work done elsewhere; resume later
+    ├── ToolSuspended              raised by a tool whose result is not ready yet
     └── AgentError                 a run could not proceed
         ├── ApprovalError          a resume decision was invalid; nothing was stored
         ├── ThreadBusy             another process is working on the same thread
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentError",
     "AgentInterrupt",
+    "AgentSuspended",
     "ApprovalDecisionError",
     "ApprovalError",
     "AuthenticationError",
@@ -105,6 +108,7 @@ __all__ = [
     "TidemillError",
     "ToolArgumentsError",
     "ToolRetriesExceeded",
+    "ToolSuspended",
 ]
 
 
@@ -250,6 +254,51 @@ class AgentInterrupt(TidemillError):
         self.thread_id = thread_id
         self.pending = list(pending)
         self.response = response
+
+
+class ToolSuspended(TidemillError):
+    """Raised by a tool whose result is not ready: the run stops, the call stays open.
+
+    A tool that hands its work to something slower or elsewhere (a job in a
+    queue, a person) raises this instead of blocking. The call gets no
+    result in the journal: it stays started, so resuming the thread with
+    `retry_in_flight=True` calls the tool again, with the same call id and
+    idempotency key; it then returns the result, or suspends again. The
+    other calls of the same turn still run to the end first.
+
+    Attributes:
+        reason: What the call waits for, for whoever resumes the thread
+            (any object; the engine passes its child-run request here).
+    """
+
+    def __init__(self, message: str, *, reason: object = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class AgentSuspended(TidemillError):
+    """A run stopped because tool calls suspended (see `ToolSuspended`).
+
+    Nothing is lost: the journal holds the turn and the finished calls.
+    Resume the thread with `retry_in_flight=True` once what the calls wait
+    for is done.
+
+    Attributes:
+        thread_id: The suspended thread.
+        suspended: Each suspended call, with the `ToolSuspended` it raised.
+    """
+
+    def __init__(
+        self, *, thread_id: str, suspended: Sequence[tuple[ToolCall, ToolSuspended]]
+    ) -> None:
+        names = ", ".join(f"{call.name} ({call.id})" for call, _ in suspended)
+        super().__init__(
+            f"{len(suspended)} tool call(s) wait for work done elsewhere: {names}.",
+            hint=f"Resume with aresume({thread_id!r}, retry_in_flight=True) once it is done.",
+            context={"thread_id": thread_id, "calls": [call.id for call, _ in suspended]},
+        )
+        self.thread_id = thread_id
+        self.suspended = list(suspended)
 
 
 class AgentError(TidemillError):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from tidemill.agents._thread import ThreadWriter
 from tidemill.agents.journal import ApprovalRequested, JournalEvent, ToolFinished, ToolStarted
 from tidemill.agents.tracing import NullTracer, Span, Tracer
-from tidemill.errors import ThreadBusy, ToolArgumentsError
+from tidemill.errors import AgentSuspended, ThreadBusy, ToolArgumentsError, ToolSuspended
 from tidemill.tools import Tool, ToolContext, ToolRegistry, ToolReturn
 from tidemill.types import StreamEvent, ToolCall, ToolCallEnd, ToolCallStart, ToolResult, Usage
 
@@ -118,7 +118,13 @@ class ToolRunner:
         *,
         streaming: bool,
     ) -> AsyncIterator[StreamEvent]:
-        """Run calls whose turn was journaled; yield their start and end events."""
+        """Run calls whose turn was journaled; yield their start and end events.
+
+        Raises:
+            AgentSuspended: Calls raised `ToolSuspended`. In parallel, the
+                other calls finish first; in sequence, the calls after the
+                suspended one do not start.
+        """
         if not calls:
             return
         if streaming:
@@ -127,27 +133,42 @@ class ToolRunner:
         if not self.parallel or len(calls) == 1:
             for call in calls:
                 await self._mark_started(writer, [call], started)
-                result = await self._execute(writer, call)
+                try:
+                    result = await self._execute(writer, call)
+                except ToolSuspended as suspended:
+                    raise AgentSuspended(
+                        thread_id=writer.thread_id, suspended=[(call, suspended)]
+                    ) from None
                 if streaming:
                     yield ToolCallEnd(result=result)
             return
         await self._mark_started(writer, calls, started)
         limit = asyncio.Semaphore(self.max_parallel)
 
-        async def bounded(call: ToolCall) -> ToolResult:
+        async def bounded(call: ToolCall) -> ToolResult | tuple[ToolCall, ToolSuspended]:
             async with limit:
-                return await self._execute(writer, call)
+                try:
+                    return await self._execute(writer, call)
+                except ToolSuspended as suspended:
+                    return call, suspended
 
         tasks = [asyncio.ensure_future(bounded(call)) for call in calls]
+        waiting: list[tuple[ToolCall, ToolSuspended]] = []
         try:
             for finished in asyncio.as_completed(tasks):
-                result = await finished
-                if streaming:
-                    yield ToolCallEnd(result=result)
+                outcome = await finished
+                if isinstance(outcome, tuple):
+                    waiting.append(outcome)
+                elif streaming:
+                    yield ToolCallEnd(result=outcome)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        if waiting:
+            order = {call.id: index for index, call in enumerate(calls)}
+            waiting.sort(key=lambda pair: order[pair[0].id])
+            raise AgentSuspended(thread_id=writer.thread_id, suspended=waiting)
 
     async def _mark_started(
         self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]
@@ -209,6 +230,8 @@ class ToolRunner:
         except ToolArgumentsError as exc:
             span.record_error(exc)
             return exc.message, True, None
+        except ToolSuspended:
+            raise  # no result: the call stays started, and runs again on resume
         except Exception as exc:
             _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
             span.record_error(exc)

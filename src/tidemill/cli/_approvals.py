@@ -8,7 +8,10 @@ rejecting one tells the agent's model why (`--comment`). A reconciliation
 by a crash, took effect: `reconcile ID --happened [--result TEXT]` or
 `--not-happened` (it then runs again with the same idempotency key). An
 agent's question to a person (kind `question`, a call of `ask_person`) is
-answered with `answer ID --text TEXT`: the text is the call's result.
+answered with `answer ID --text TEXT`: the text is the call's result. A
+budget request (kind `budget`, an agent that used up a bound with
+`on_exceeded: ask`) is decided with `extend ID --to N` (a larger limit: the
+agent goes on) or `extend ID --stop` (the step fails with `LimitExceeded`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from tidemill.cli._common import (
     approval_dict,
     dump_json,
     duration,
+    positive_int,
     stamp,
     table,
     with_engine,
@@ -46,6 +50,8 @@ examples:
   tidemill approvals reconcile APPROVAL --happened --result "refund R-7 issued"
   tidemill approvals reconcile APPROVAL --not-happened
   tidemill approvals answer APPROVAL --text "ship it to Berlin" --as alice
+  tidemill approvals extend APPROVAL --to 20 --as alice              # a budget's
+  tidemill approvals extend APPROVAL --stop
 """
 
 
@@ -119,6 +125,7 @@ def register(
         subs.append(sub)
     subs.append(_reconcile_parser(actions))
     subs.append(_answer_parser(actions))
+    subs.append(_extend_parser(actions))
     for sub in subs:
         add_db_option(sub)
     return run
@@ -171,6 +178,35 @@ def _answer_parser(
         dest="actor",
         metavar="NAME",
         help="who answers (must be one of the questions' approvers when the step names them)",
+    )
+    return sub
+
+
+def _extend_parser(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    sub = actions.add_parser(
+        "extend",
+        help="extend an agent's budget, or stop it",
+        description="Decide a budget request: an agent step used up a bound (max_requests, "
+        "max_tool_calls, a token bound) with on_exceeded: ask. --to N raises the bound to N "
+        "(larger than its limit) and the agent goes on from its journal; --stop fails the "
+        "step with LimitExceeded.",
+    )
+    sub.add_argument("approval_id", metavar="ID")
+    decision = sub.add_mutually_exclusive_group(required=True)
+    decision.add_argument(
+        "--to", dest="new_limit", type=positive_int, metavar="N",
+        help="the new limit of the bound (larger than the current one)",
+    )  # fmt: skip
+    decision.add_argument(
+        "--stop", action="store_true", help="do not extend: the step fails with LimitExceeded"
+    )
+    sub.add_argument(
+        "--as",
+        dest="actor",
+        metavar="NAME",
+        help="who decides (must be one of the approvers when the request names them)",
     )
     return sub
 
@@ -236,6 +272,8 @@ def _expiry(row: ApprovalRow) -> str:
 
 
 async def _decide(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    if args.action == "extend":
+        return await _extend(engine, args)
     if args.action == "answer":
         row = await engine.answer(args.approval_id, args.text, actor=args.actor)
         by = f" by {row.decided_by}" if row.decided_by else ""
@@ -260,4 +298,17 @@ async def _decide(engine: AsyncEngine, args: argparse.Namespace) -> int:
         row = await engine.reject(args.approval_id, actor=args.actor, comment=args.comment)
     by = f" by {row.decided_by}" if row.decided_by else ""
     print(f"approval {row.id} {row.status}{by} (run {row.root_id}, step {row.step_id})")
+    return 0
+
+
+async def _extend(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    new_limit = None if args.stop else args.new_limit
+    row = await engine.extend(args.approval_id, new_limit, actor=args.actor)
+    bound = (row.details or {}).get("bound", "its bound")
+    by = f" by {row.decided_by}" if row.decided_by else ""
+    if args.stop:
+        outcome = f"stopped{by}: the step fails with LimitExceeded"
+    else:
+        outcome = f"{bound} extended to {args.new_limit}{by}"
+    print(f"approval {row.id}: {outcome} (run {row.root_id}, step {row.step_id})")
     return 0

@@ -250,7 +250,10 @@ def run_prefix(run: RunRow, lookup: Callable[[str], RunRow | None]) -> str:
         step, part = scope[-1] if scope else ("?", "")
         indexed = part == "body" or part.startswith("branch:")
         index = current.child_index
-        parts.append(f"{step}[{index}]" if indexed and index is not None else step)
+        if part.startswith("tool:"):  # a tool call's child run: `agent.lookup`
+            parts.append(f"{step}.{part.split(':')[1]}")
+        else:
+            parts.append(f"{step}[{index}]" if indexed and index is not None else step)
         current = lookup(current.parent_id)
     return "".join(f"{part}/" for part in reversed(parts))
 

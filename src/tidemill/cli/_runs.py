@@ -1,9 +1,15 @@
-"""`tidemill runs`: list runs, show one with its steps, its logs or model usage; cancel, retry."""
+"""`tidemill runs`: list runs, show one with its steps, its logs or model usage; cancel, retry.
+
+`runs why RUN` says what each unfinished step waits for, with the commands
+that unblock it where a person can.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -29,7 +35,7 @@ from tidemill.cli._common import (
 from tidemill.errors import TidemillError
 
 if TYPE_CHECKING:
-    from tidemill.engine import AsyncEngine, RunInfo
+    from tidemill.engine import AsyncEngine, RunInfo, Wait
 
 __all__ = ["register", "run"]
 
@@ -39,6 +45,7 @@ _EPILOG = """\
 examples:
   tidemill runs list --status failed
   tidemill runs show RUN
+  tidemill runs why RUN                # what its unfinished steps wait for, and how to unblock them
   tidemill runs logs RUN --step fetch
   tidemill runs usage RUN
   tidemill runs retry RUN --wait
@@ -73,6 +80,15 @@ def register(
     )
     show.add_argument("run_id", metavar="RUN")
     show.add_argument("--json", action="store_true", help="print JSON")
+
+    why = actions.add_parser(
+        "why",
+        help="what a run waits for, and how to unblock it",
+        description="What each unfinished step of a run waits for (a person's decision, child "
+        "runs, a worker, a retry, a concurrency slot), with the commands that unblock it.",
+    )
+    why.add_argument("run_id", metavar="RUN")
+    why.add_argument("--json", action="store_true", help="print JSON")
 
     logs = actions.add_parser(
         "logs", help="what a run's steps printed", description="What a run's steps printed."
@@ -116,7 +132,7 @@ def register(
         help="with --wait: steps run at once (default: %(default)s)",
     )
 
-    for sub in (listing, show, logs, usage, cancel, retry):
+    for sub in (listing, show, why, logs, usage, cancel, retry):
         add_db_option(sub)
     return run
 
@@ -126,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     actions = {
         "list": _list,
         "show": _show,
+        "why": _why,
         "logs": _logs,
         "usage": _usage,
         "cancel": _cancel,
@@ -223,6 +240,74 @@ async def _show(engine: AsyncEngine, args: argparse.Namespace) -> int:
         ]
         print(_indent(table(["ID", "STEP", "STATUS", "BY", "MESSAGE"], rows)))
     return 0
+
+
+async def _why(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    info = await engine.get(args.run_id)
+    waits = await engine.waits(info.id)
+    if args.json:
+        found = [dataclasses.asdict(wait) for wait in waits]
+        print(dump_json({**info_dict(info), "waits": found}))
+        return 0
+    paint = Painter(sys.stdout)
+    if info.done:
+        print(_ended(info, db_option(args)))
+        return 0
+    print(f"run {info.id} (flow {info.flow}) is {paint(info.status)}; it waits for:")
+    now = time.time()
+    for wait in waits:
+        _print_wait(wait, now, db_option(args), "")
+    if not waits:
+        print("  nothing found: it should move on at once (look again)")
+    return 0
+
+
+def _ended(info: RunInfo, db: str) -> str:
+    """Why a finished run waits for nothing: how it ended, and what may follow."""
+    at = f"at {stamp(info.finished_at)} (took {_took(info)})"
+    if info.status == "succeeded":
+        return f"run {info.id} succeeded {at}; it waits for nothing"
+    if info.status == "cancelled":
+        return f"run {info.id} was cancelled {at}; it waits for nothing"
+    step = (info.error or {}).get("step")
+    where = f" in step {step}" if step else ""
+    return (
+        f"run {info.id} failed {at}{where}: {error_line(info.error)}\n"
+        f"  it waits for nothing; run it again from its failed steps:\n"
+        f"    tidemill runs retry {info.id}{db}"
+    )
+
+
+def _print_wait(wait: Wait, now: float, db: str, indent: str) -> None:
+    where = "run" if wait.step is None else wait.step
+    print(f"{indent}- {where}: {wait.reason}")
+    when = _when(wait, now)
+    if when:
+        print(f"{indent}  {when}")
+    for command in wait.commands:
+        print(f"{indent}    {command}{db}")
+    for child in wait.children:
+        _print_wait(child, now, db, indent + "  ")
+
+
+def _when(wait: Wait, now: float) -> str:
+    """Since when a wait lasts, and what happens when it ends by itself.
+
+    Example:
+        >>> from tidemill.engine import Wait
+        >>> wait = Wait("retry", "s", "r", "...", since=90.0, until=130.0, then="it is due")
+        >>> _when(wait, 100.0).split("; ")[1]
+        'in 30.0s, it is due'
+    """
+    parts = []
+    if wait.since is not None:
+        parts.append(f"since {stamp(wait.since)} ({duration(now - wait.since)})")
+    if wait.until is not None and wait.then:
+        if wait.until > now:
+            parts.append(f"in {duration(wait.until - now)}, {wait.then}")
+        else:
+            parts.append(f"{duration(now - wait.until)} ago, {wait.then}")
+    return "; ".join(parts)
 
 
 def _indent(text: str) -> str:

@@ -22,9 +22,11 @@ from tidemill.engine._facade import Engine, Run
 from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, default_models
 from tidemill.engine._pool import ScriptCall, ScriptOutcome, ScriptPool
+from tidemill.engine._waits import WAIT_KINDS, Wait
 from tidemill.engine._worker import Worker
 
 __all__ = [
+    "WAIT_KINDS",
     "AsyncEngine",
     "Engine",
     "Metrics",
@@ -37,6 +39,7 @@ __all__ = [
     "ScriptOutcome",
     "ScriptPool",
     "StepInfo",
+    "Wait",
     "Worker",
     "current_step",
     "default_models",

@@ -19,6 +19,7 @@ from tidemill.engine._agent_approvals import check_decision, expired_decision
 from tidemill.engine._agent_budget import check_extend
 from tidemill.engine._agent_question import check_answer, expired_answer
 from tidemill.engine._agent_reconcile import check_reconcile
+from tidemill.engine._children import ChildWait, is_tool_child, own_path, tool_part
 from tidemill.engine._ids import new_id
 from tidemill.engine._scope import Definitions, Scope, child_scope
 from tidemill.errors import (
@@ -208,7 +209,7 @@ def _results(
 
 def _namespace(scope: str) -> list[list[str]]:
     """The path to the (sub-)flow a scope belongs to: up to its last `flow` part."""
-    path: list[list[str]] = json.loads(scope)
+    path: list[list[str]] = own_path(json.loads(scope))
     cut = max((i + 1 for i, (_step, part) in enumerate(path) if part == "flow"), default=0)
     return path[:cut]
 
@@ -218,7 +219,9 @@ def _nested_results(tx: Tx, run: RunRow, wanted: set[str]) -> dict[str, Any]:
     prefix = _namespace(run.scope)
     found: dict[str, Any] = {}
     for other in tx.tree(run.root_id):
-        path = json.loads(other.scope)
+        if other.digest != run.digest:
+            continue  # a tool call's child run: another flow
+        path = own_path(json.loads(other.scope))
         if path[: len(prefix)] != prefix or any(p == "flow" for _s, p in path[len(prefix) :]):
             continue
         if other.id == run.id:
@@ -232,7 +235,7 @@ def _nested_results(tx: Tx, run: RunRow, wanted: set[str]) -> dict[str, Any]:
 
 def _inherits(run: RunRow) -> bool:
     path = run.scope
-    return path != "[]" and not path.endswith('"flow"]]')
+    return path != "[]" and not path.endswith('"flow"]]') and not is_tool_child(path)
 
 
 @dataclass
@@ -450,7 +453,9 @@ class Transition:
     def _finish_run(self, run: RunRow, value: Any) -> None:
         self.tx.end_run(run.id, result=value, now=self.now)
         run.status = "succeeded"
-        if run.parent_job is not None:
+        if run.parent_job is not None and is_tool_child(run.scope):
+            self._tool_child_done(run)
+        elif run.parent_job is not None:
             self._child_done(run)
         else:
             self.ended.append(run.id)
@@ -507,15 +512,77 @@ class Transition:
         self.tx.finish_job(job.id, status="succeeded", now=self.now, epoch=None, expect="waiting")
         self._recorded(run, job.step_id, job.id, "succeeded", value, False)
 
+    # --- tool calls' child runs ----------------------------------------------
+
+    def park_for_children(self, job: JobRow, wait: ChildWait) -> list[JobRow]:
+        """Park an agent step's job until the child runs of its tool calls end.
+
+        Records what the step spent and printed so far, then starts each
+        requested child that does not exist yet (under its derived id). A
+        child an earlier job of the step started is handed to this job. When
+        every child of the job has ended already, the job is queued again at
+        once. Returns the children's jobs handed to the offering worker (see
+        `Take`). Raises `LeaseLost` when fenced.
+        """
+        run = self._fetch_locked(job.run_id)
+        if run is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        if not self.tx.park_job(job.id, job.epoch):
+            raise _lost(job)
+        if wait.logs:
+            self.tx.append_logs(run.id, job.id, wait.logs, self.now)
+        for usage in wait.usage:
+            self.tx.insert_usage(run, job, usage, self.now)
+        for request in wait.requests:
+            child = self.tx.run(request.run_id)
+            if child is not None:
+                if child.parent_job != job.id:
+                    self.tx.set_parent_job(child.id, job.id)
+                continue
+            self.tx.put_definition(request.digest, request.flow.name, request.body, self.now)
+            self.defs.add(request.digest, request.flow)
+            scope = child_scope(run.scope, job.step_id, tool_part(request.tool, request.call_id))
+            child = RunRow(
+                request.run_id, run.root_id, run.id, job.id, None, scope,
+                request.flow.name or request.tool, request.digest, "running", None,
+                self.now, self.now, None, None,
+            )  # fmt: skip
+            self.tx.insert_run(child)
+            self.tx.put_payload(child.id, "context", {"flow_input": request.flow_input})
+            self._schedule(child, {})
+        self._wake_when_children_ended(job)
+        self.flush()
+        return self.taken
+
+    def _tool_child_done(self, child: RunRow) -> None:
+        """A tool call's child run ended: queue its agent step once none of its children runs."""
+        assert child.parent_id is not None
+        assert child.parent_job is not None
+        parent = self._fetch_locked(child.parent_id)
+        job = self.tx.job(child.parent_job)
+        if parent is None or parent.status != "running" or job is None:
+            return
+        if job.status == "waiting":
+            self._wake_when_children_ended(job)
+
+    def _wake_when_children_ended(self, job: JobRow) -> None:
+        if any(c.status not in FINISHED_RUN for c in self.tx.children(job.id)):
+            return
+        if self.tx.requeue_job(job.id, self.now):
+            self._notify = True
+
     # --- failure, cancellation -------------------------------------------
 
     def _fail_run(self, run: RunRow, step_id: str, error: Mapping[str, Any]) -> None:
-        where = step_id if run.parent_id is None else f"{_label(self.tx, run)}/{step_id}"
+        label = "" if run.parent_id is None else _label(self.tx, run)
+        where = f"{label}/{step_id}" if label else step_id
         error = {**error, "step": error.get("step", where)}
         self._cancel_rest(run)
         self.tx.set_run(run.id, status="failed", finished_at=self.now, error=error)
         run.status = "failed"
-        if run.parent_job is not None and run.parent_id is not None:
+        if run.parent_job is not None and is_tool_child(run.scope):
+            self._tool_child_done(run)  # the agent's model is told; its run goes on
+        elif run.parent_job is not None and run.parent_id is not None:
             parent = self._fetch_locked(run.parent_id)
             job = self.tx.job(run.parent_job)
             if parent is None or job is None or job.status != "waiting":
@@ -532,7 +599,7 @@ class Transition:
     def _cancel_rest(self, run: RunRow) -> None:
         """Cancel a run's unfinished jobs, their child runs and approvals."""
         for job in self.tx.cancel_jobs(run.id, self.now):
-            if job.status == "waiting":
+            if job.status in ("waiting", "running"):  # containers; agents' tool calls
                 for child in self.tx.children(job.id):
                     if child.status not in FINISHED_RUN:
                         self._cancel_run(child)
@@ -591,6 +658,10 @@ class Transition:
             if job.status not in ("failed", "cancelled"):
                 continue
             children = self.tx.children(job.id)
+            for child in children:
+                if is_tool_child(child.scope) and child.status == "cancelled":
+                    self._retry_run(child)  # cut short by the cancel: its call waits for it
+            children = [c for c in children if not is_tool_child(c.scope)]
             if children and any(c.status in ("failed", "cancelled") for c in children):
                 for child in children:
                     if child.status in ("failed", "cancelled"):
@@ -1013,11 +1084,14 @@ def _label(tx: Tx, run: RunRow) -> str:
     """Where a child run sits, from the top, for messages: `each[2]/inner[0]`, `pick`, `sub`.
 
     Loop iterations and parallel branches carry their index; a branch case
-    and a sub-flow do not (there is only one).
+    and a sub-flow do not (there is only one). Within a tool call's child
+    run, the path starts at that child's flow.
     """
     segments: list[str] = []
     current: RunRow | None = run
     while current is not None and current.parent_id is not None:
+        if is_tool_child(current.scope):
+            break  # a tool call's child run: its steps are named within its own flow
         step, part = json.loads(current.scope)[-1]
         indexed = part == "body" or part.startswith("branch:")
         segments.append(f"{step}[{current.child_index}]" if indexed else step)

@@ -59,11 +59,12 @@ def unsafe_in_flight(state: ThreadState, agent: AIAgent) -> list[ToolCall]:
         >>> [c.id for c in unsafe_in_flight(state, agent)]
         ['c1']
     """
-    unsafe = {tool.name for tool in agent.tools if not tool.idempotent}
+    unsafe = {tool.name for tool in agent.tools if not tool.idempotent and tool.mcp is None}
+    servers = tuple(f"{tool.name}__" for tool in agent.tools if not tool.idempotent and tool.mcp)
     return [
         state.approved.get(call_id, call)
         for call_id, call in state.open_calls.items()
-        if call_id in state.attempts and call.name in unsafe
+        if call_id in state.attempts and (call.name in unsafe or call.name.startswith(servers))
     ]
 
 

@@ -44,8 +44,10 @@ from tidemill.agents.journal import RunFailed
 from tidemill.engine._advance import Outcome
 from tidemill.engine._agent_approvals import decisions_for
 from tidemill.engine._agent_budget import BudgetModel, BudgetReached, extended_limits
+from tidemill.engine._agent_children import child_tool
 from tidemill.engine._agent_delegation import ONE_PER_TURN, step_delegate
 from tidemill.engine._agent_journal import Journal, open_journal, thread_id
+from tidemill.engine._agent_mcp import mcp_tools
 from tidemill.engine._agent_memory import (
     MemoryWrite,
     exchange,
@@ -63,13 +65,16 @@ from tidemill.engine._agent_reconcile import (
 from tidemill.engine._agent_tools import ToolSite, pool_tool
 from tidemill.engine._agent_usage import MeteredModel
 from tidemill.engine._ai_action import provider_retryable, render
+from tidemill.engine._children import ChildRequest, ChildWait
 from tidemill.engine._models import ModelChoice
 from tidemill.errors import (
     AgentInterrupt,
+    AgentSuspended,
     ExpressionError,
     GuardrailViolation,
     JournalConflict,
     LimitExceeded,
+    MCPConnectionError,
     OutputValidationError,
     ProviderError,
     SerializationError,
@@ -78,6 +83,7 @@ from tidemill.errors import (
     ToolRetriesExceeded,
 )
 from tidemill.llm import Model, ModelSettings
+from tidemill.tools import Tool
 from tidemill.types import AgentResponse, Message, ToolCall
 
 if TYPE_CHECKING:
@@ -219,6 +225,15 @@ class _AgentStep:
             logs=tuple(self.site.logs),
         )
 
+    def wait_for_children(self, suspended: AgentSuspended) -> Outcome | ChildWait:
+        """Tool calls wait for their child runs: park the step until they end."""
+        requests = tuple(
+            exc.reason for _call, exc in suspended.suspended if isinstance(exc.reason, ChildRequest)
+        )
+        if len(requests) != len(suspended.suspended):  # only child tools suspend here
+            return self.failed(_error(suspended), retryable=False)
+        return ChildWait(requests, usage=tuple(self.metered.records), logs=tuple(self.site.logs))
+
     def replay(self, journal: Journal) -> Outcome:
         """The failure a journal ends with, recorded now (its worker stopped before it could)."""
         state = journal.state
@@ -243,7 +258,7 @@ class _AgentStep:
 
     # -- driving -----------------------------------------------------------------
 
-    async def drive(self, checkpointer: Checkpointer) -> Outcome | AgentPause:
+    async def drive(self, checkpointer: Checkpointer) -> Outcome | AgentPause | ChildWait:
         """Continue the thread from wherever its journal stands."""
         for attempt in range(_BUSY_ATTEMPTS):
             journal = await Journal.read(checkpointer, self.thread)
@@ -350,7 +365,7 @@ class _AgentStep:
         checkpointer: Checkpointer,
         call: Callable[[], Coroutine[Any, Any, AgentResponse]],
         started: float,
-    ) -> Outcome | AgentPause:
+    ) -> Outcome | AgentPause | ChildWait:
         """Run the agent within `max_duration` (from `started`) and the step's `timeout`."""
         limit = self.agent.limits.max_duration
         deadline = None if limit is None else started + limit
@@ -365,6 +380,8 @@ class _AgentStep:
                 response = await call()
         except AgentInterrupt:
             return self.pause(await Journal.read(checkpointer, self.thread))
+        except AgentSuspended as exc:
+            return self.wait_for_children(exc)
         except BudgetReached as exc:
             return budget_pause(
                 exc.state, self.agent, exc.bound, exc.limit, exc.used,
@@ -448,7 +465,7 @@ def _limits(agent: AIAgent) -> UsageLimits:
 
 async def run_ai_agent(
     step: Step, inputs: dict[str, Any], context: dict[str, Any], env: StepEnv
-) -> Outcome | AgentPause:
+) -> Outcome | AgentPause | ChildWait:
     """Run (or continue) an `ai_agent` step.
 
     Returns a succeeded outcome with the final answer (its text, or the
@@ -464,7 +481,7 @@ async def run_ai_agent(
     if metrics is None:
         return await _run(step, inputs, context, env)
     started = time.perf_counter()
-    result: Outcome | AgentPause | None = None
+    result: Outcome | AgentPause | ChildWait | None = None
     try:
         result = await _run(step, inputs, context, env)
         return result
@@ -474,7 +491,7 @@ async def run_ai_agent(
 
 async def _run(
     step: Step, inputs: dict[str, Any], context: dict[str, Any], env: StepEnv
-) -> Outcome | AgentPause:
+) -> Outcome | AgentPause | ChildWait:
     agent = step.ai_agent
     assert agent is not None
     values = _values(inputs, context)
@@ -482,16 +499,53 @@ async def _run(
     site = ToolSite(env.run.id, step.id, env.job.attempt, env.pool)
     if metrics is not None:
         site.on_call = metrics.tool_observer([spec.name for spec in agent.tools])
-    try:
-        system = render(agent.system, values, field="system") if agent.system else ""
-        tools = [pool_tool(spec, values, site) for spec in agent.tools]
-        if agent.questions is not None:
-            tools.append(ask_tool())
-        model = env.models(ModelChoice(agent.model, agent.base_url, agent.api_key, step.id))
-    except (TidemillError, ExpressionError) as exc:
-        return Outcome("failed", error=_error(exc), retryable=False)
-    except Exception as exc:
-        return Outcome("failed", error=_error(exc))
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            system = render(agent.system, values, field="system") if agent.system else ""
+            tools = await _tools(agent, values, site, env, stack)
+            model = env.models(ModelChoice(agent.model, agent.base_url, agent.api_key, step.id))
+        except MCPConnectionError as exc:  # the server may be back on a later try
+            return Outcome("failed", error=_error(exc))
+        except (TidemillError, ExpressionError) as exc:
+            return Outcome("failed", error=_error(exc), retryable=False)
+        except Exception as exc:
+            return Outcome("failed", error=_error(exc))
+        return await _drive(step, agent, inputs, values, env, site, system, tools, model)
+
+
+async def _tools(
+    agent: AIAgent,
+    values: Mapping[str, Any],
+    site: ToolSite,
+    env: StepEnv,
+    stack: contextlib.AsyncExitStack,
+) -> list[Tool]:
+    """The agent's tools, by kind; `mcp` servers stay connected until `stack` closes."""
+    tools: list[Tool] = []
+    for spec in agent.tools:
+        if spec.flow is not None or spec.agent is not None or spec.run == "child":
+            tools.append(child_tool(spec, values, site, env.store))
+        elif spec.mcp is not None:
+            tools.extend(await mcp_tools(spec, stack))
+        else:
+            tools.append(pool_tool(spec, values, site))
+    if agent.questions is not None:
+        tools.append(ask_tool())
+    return tools
+
+
+async def _drive(
+    step: Step,
+    agent: AIAgent,
+    inputs: dict[str, Any],
+    values: dict[str, Any],
+    env: StepEnv,
+    site: ToolSite,
+    system: str,
+    tools: list[Tool],
+    model: Model,
+) -> Outcome | AgentPause | ChildWait:
+    metrics = env.metrics
     metered = MeteredModel(
         model, agent.metadata, None if metrics is None else metrics.agent_model_call
     )

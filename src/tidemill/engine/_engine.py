@@ -18,6 +18,7 @@ from typing import Any
 from tidemill.engine._advance import Transition
 from tidemill.engine._agent_journal import Journal, open_journal, thread_id
 from tidemill.engine._scope import Definitions
+from tidemill.engine._waits import Wait, read_waits
 from tidemill.engine._worker import Worker
 from tidemill.errors import RunFailed, RunNotFound, RunStateError, RunTimeout
 from tidemill.flows import Flow, compile_expression
@@ -398,6 +399,21 @@ class AsyncEngine:
         for worker in self._workers:
             worker.wake()
         return row
+
+    async def waits(self, run_id: str) -> list[Wait]:
+        """What each unfinished step of a run waits for; empty once the run is finished.
+
+        A person's decision (with the commands that give it), child runs (and
+        what they wait for, in `Wait.children`), a worker to claim the step,
+        a retry's time, the worker running it, or a concurrency slot. See
+        `Wait` and `tidemill runs why RUN`.
+
+        Raises:
+            RunNotFound: No such run.
+        """
+        now = time.time()
+        waits: list[Wait] = await self._transact(lambda tx: read_waits(tx, self.defs, run_id, now))
+        return waits
 
     async def transcript(self, run_id: str, step_id: str) -> list[Message]:
         """The conversation of an `ai_agent` step, read from its journal (empty before it starts).

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._advance import Outcome, SpawnPlan
+from tidemill.engine._children import ChildWait
 from tidemill.engine._models import ModelResolver
 from tidemill.engine._pool import ScriptCall, ScriptPool
 from tidemill.errors import ExpressionError, FlowInputError
@@ -126,7 +127,7 @@ class StepEnv:
 
 async def execute(
     step: Step, context: dict[str, Any], env: StepEnv
-) -> Outcome | SpawnPlan | ApprovalPlan:
+) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait:
     """Execute one step with the values its expressions see."""
     job, run, pool = env.job, env.run, env.pool
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 from tidemill._sync import LoopThread
 from tidemill.engine._engine import AsyncEngine, RunInfo
+from tidemill.engine._waits import Wait
 from tidemill.engine._worker import Worker
 from tidemill.errors import RunStateError
 from tidemill.flows import Flow
@@ -82,6 +83,10 @@ class Run:
     def retry(self) -> None:
         """Run a failed run again from its failed steps."""
         self._engine._call(self._engine.core.retry(self.id))
+
+    def waits(self) -> list[Wait]:
+        """What each unfinished step of the run waits for (see `AsyncEngine.waits`)."""
+        return self._engine.waits(self.id)
 
 
 class Engine:
@@ -184,6 +189,21 @@ class Engine:
         """Extend (or stop, None) an agent's budget (see `AsyncEngine.extend`)."""
         row: ApprovalRow = self._call(self.core.extend(approval_id, new_limit, actor=actor))
         return row
+
+    def waits(self, run_id: str) -> list[Wait]:
+        """What each unfinished step of a run waits for (see `AsyncEngine.waits`).
+
+        Example:
+            >>> import tempfile
+            >>> from tidemill import Engine, Flow
+            >>> flow = Flow.model_validate({"steps": [{"id": "hi", "identity": {}}]})
+            >>> with Engine(f"sqlite:///{tempfile.mkdtemp()}/t.db") as engine:
+            ...     run = engine.submit(flow)       # no worker runs here
+            ...     [(w.step, w.kind, w.commands) for w in engine.waits(run.id)]
+            [('hi', 'queued', ('tidemill worker',))]
+        """
+        result: list[Wait] = self._call(self.core.waits(run_id))
+        return result
 
     def transcript(self, run_id: str, step_id: str) -> list[Message]:
         """The conversation of an `ai_agent` step (see `AsyncEngine.transcript`)."""

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tidemill.engine._children import own_path
 from tidemill.errors import EngineError
 from tidemill.flows import Expression, Flow, Step, compile_expression, resolved_needs
 
@@ -159,7 +160,7 @@ class Definitions:
             flow = self._flows[digest]
             steps: Sequence[Step] = flow.steps
             result, inherits = _result_of(flow), False
-            for step_id, part in json.loads(path):
+            for step_id, part in own_path(json.loads(path)):
                 step = next(s for s in steps if s.id == step_id)
                 steps, result, inherits = _body(step, part)
             scope = Scope.of(steps, result, inherits=inherits)

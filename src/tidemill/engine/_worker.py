@@ -30,6 +30,7 @@ from tidemill.engine._advance import (
 )
 from tidemill.engine._agent_journal import Journals
 from tidemill.engine._agent_pause import AgentPause
+from tidemill.engine._children import ChildWait
 from tidemill.engine._execute import ApprovalPlan, StepEnv, execute, stop_requested
 from tidemill.engine._ids import new_id
 from tidemill.engine._models import ModelCache, ModelResolver, default_models
@@ -37,7 +38,7 @@ from tidemill.engine._pool import ScriptPool
 from tidemill.engine._scope import Definitions
 from tidemill.errors import LeaseLost, StoreError
 from tidemill.flows import Step
-from tidemill.store import JobRow, RunRow, Store, Tx
+from tidemill.store import ApprovalRow, JobRow, RunRow, Store, Tx
 
 if TYPE_CHECKING:
     from tidemill.engine._metrics import Metrics
@@ -290,7 +291,7 @@ class Worker:
             job, run, self._script_pool, self.models, self.store,
             journals=self._journals, metrics=self.metrics,
         )  # fmt: skip
-        action: Outcome | SpawnPlan | ApprovalPlan
+        action: Outcome | SpawnPlan | ApprovalPlan | ChildWait
         if job.epoch > self.max_claims and await self._claims(job, step) > self.max_claims:
             # Every worker that took this job died with it: stop handing it out.
             action = Outcome(
@@ -323,6 +324,8 @@ class Worker:
             elif isinstance(action, AgentPause):
                 change.park_for_tool_calls(job, action)
                 taken = []
+            elif isinstance(action, ChildWait):
+                taken = change.park_for_children(job, action)
             else:
                 assert isinstance(action, ApprovalPlan)
                 change.park_for_approval(
@@ -361,9 +364,14 @@ class Worker:
         """
         if step.kind != "ai_agent":
             return job.epoch
-        rows = await self.store.transact(lambda tx: tx.job_approvals(job.id))
+
+        def read(tx: Tx) -> tuple[list[ApprovalRow], list[RunRow]]:
+            return tx.job_approvals(job.id), tx.children(job.id)
+
+        rows, children = await self.store.transact(read)
         pauses = {row.created_at for row in rows if row.kind == "tool_call"}
-        return job.epoch - len(pauses)
+        # Each wait for tool calls' child runs ends in one more claim, at most one per child.
+        return job.epoch - len(pauses) - len(children)
 
     async def _renew_forever(self) -> None:
         while True:

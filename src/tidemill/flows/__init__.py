@@ -17,6 +17,7 @@ from tidemill.flows._ai import (
     AgentToolSpec,
     AIAction,
     AIAgent,
+    MCPTools,
     placeholders,
 )
 from tidemill.flows._approval import Approval
@@ -49,6 +50,7 @@ __all__ = [
     "Flow",
     "ForEach",
     "Identity",
+    "MCPTools",
     "Parallel",
     "Placement",
     "Problem",

@@ -9,7 +9,7 @@ environment variable `NAME` on the worker when the step runs.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
@@ -18,7 +18,10 @@ from pydantic import Field, field_validator, model_validator
 from tidemill.errors import ExpressionError
 from tidemill.flows._base import FlowModel, StepKind
 from tidemill.flows._duration import Duration
-from tidemill.flows._expr import compile_expression
+from tidemill.flows._expr import Expression, compile_expression
+
+if TYPE_CHECKING:
+    from tidemill.flows._step import SubFlow
 
 __all__ = [
     "AIAction",
@@ -28,6 +31,7 @@ __all__ = [
     "AgentMemory",
     "AgentQuestions",
     "AgentToolSpec",
+    "MCPTools",
     "Specialist",
     "SpecialistBudget",
     "placeholders",
@@ -125,23 +129,95 @@ class AIAction(_ModelSettings, StepKind):
     _check_output = field_validator("output_schema")(_check_schema)
 
 
-class AgentToolSpec(FlowModel):
-    """A tool of an `ai_agent` step: inline Python whose `main(...)` parameters are its arguments.
+class MCPTools(FlowModel):
+    """An MCP server whose tools an `ai_agent` step may call, named `<tool name>__<server tool>`.
 
-    The `inputs` bind arguments from the flow; the model fills the rest.
+    The step connects when it starts (a `command` run as a subprocess over
+    stdio, or a streamable HTTP `url`) and disconnects when it ends. Values
+    of `env` and `headers` written `env:NAME` are read from the worker's
+    environment variable `NAME`, so keys stay out of flow files.
+
+    Example:
+        >>> MCPTools(command="uvx", args=["mcp-server-fetch"]).call_timeout
+        300.0
+    """
+
+    command: str | None = None
+    """The program that runs the server (stdio)."""
+
+    args: list[str] = Field(default_factory=list)
+    """Its arguments."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables for the server process (`env:NAME` reads the worker's `NAME`)."""
+
+    url: str | None = None
+    """Or the endpoint of a running streamable HTTP server."""
+
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers for every request (`env:NAME` reads the worker's `NAME`)."""
+
+    tools: list[str] | None = None
+    """The server's tools the model may call (their names on the server); None: all of them."""
+
+    connect_timeout: float = Field(default=10.0, gt=0)
+    """Seconds to start or reach the server and list its tools."""
+
+    call_timeout: float = Field(default=300.0, gt=0)
+    """Seconds one call may take."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPTools:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server needs exactly one of command (stdio) and url (HTTP)")
+        return self
+
+
+class AgentToolSpec(FlowModel):
+    """A tool of an `ai_agent` step: exactly one of `script`, `function`, `flow`, `agent`, `mcp`.
+
+    - `script` (inline Python) and `function` (`module:function`) run in the
+      worker's script pool; `main`'s parameters are the tool's arguments.
+    - `flow` runs a sub-flow as a child run per call: the sub-flow's
+      `inputs` schema is the tool's arguments, its result the tool's result.
+    - `agent` runs a nested agent as a child run per call: the model gives
+      it a `message`, its answer is the result.
+    - `mcp` gives the model the tools of an MCP server.
+
+    A child run's id is derived from (run, step, call), so a step that
+    resumes after a crash finds the child its call started instead of
+    starting another; while children run, the step waits without holding
+    a worker. The `inputs` bind arguments from the flow; the model fills
+    the rest.
     """
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-    """The tool's name, as the model sees it."""
+    """The tool's name, as the model sees it (for `mcp`: the prefix of its tools' names)."""
 
     description: str = ""
-    """What the tool does, for the model (default: `main`'s docstring)."""
+    """What the tool does, for the model (default: `main`'s docstring, the flow's summary)."""
 
     script: str | None = None
     """Inline Python defining `main(...)`; its parameters (with type hints) are the arguments."""
 
     function: str | None = None
     """Or a `module:function` importable on the worker."""
+
+    flow: SubFlow | None = None
+    """Or a sub-flow (`flow: file.yaml`, read by `Flow.load`, or inline), run per call."""
+
+    agent: AIAgent | None = None
+    """Or a nested agent, run per call with the model's `message` as its user message."""
+
+    mcp: MCPTools | None = None
+    """Or an MCP server, whose tools the model may call."""
+
+    run: Literal["pool", "child"] = "pool"
+    """Where a `script` or `function` tool's calls run: `pool`, the worker's script pool
+    (fast; a call cut short by a crash runs again with the same idempotency key), or
+    `child`, a child run per call like a `flow` tool's (any worker runs it, the agent
+    waits without holding a worker, and a re-dispatch finds it instead of running it
+    again; it costs a job's round trip per call)."""
 
     requires_approval: bool = False
     """Ask a person before each call; the step waits (durably) until they decide."""
@@ -320,6 +396,11 @@ def _check_team(
             tool = tools.get(name)
             if tool is None:
                 raise ValueError(f"{label} names the tool {name!r}, which {where} does not have")
+            if (tool.script is None and tool.function is None) or tool.run == "child":
+                raise ValueError(
+                    f"{label} names the tool {name!r}; specialists may use script and "
+                    "function tools that run in the pool only"
+                )
             if tool.requires_approval or not tool.idempotent:
                 raise ValueError(
                     f"{label} names the tool {name!r}, which needs a person "
@@ -385,6 +466,17 @@ class AIAgent(_ModelSettings, StepKind):
     _check_output = field_validator("output_schema")(_check_schema)
     _check_system = field_validator("system")(_check_template)
 
+    def expressions(self) -> dict[str, Expression]:
+        """The `{expr: ...}` inputs its tools bind, evaluated over the step's values."""
+        found: dict[str, Expression] = {}
+        for index, tool in enumerate(self.tools):
+            for name, value in tool.inputs.items():
+                if isinstance(value, dict) and set(value) == {"expr"}:
+                    text = value["expr"]
+                    if isinstance(text, str):
+                        found[f"tools[{index}].inputs.{name}"] = compile_expression(text)
+        return found
+
     @model_validator(mode="after")
     def _check_specialists(self) -> AIAgent:
         if not self.specialists:
@@ -408,6 +500,33 @@ class AIAgent(_ModelSettings, StepKind):
         for tool in tools:
             if tool.name == "ask_person":
                 raise ValueError("the tool name 'ask_person' is reserved (see `questions`)")
-            if (tool.script is None) == (tool.function is None):
-                raise ValueError(f"tool {tool.name!r} needs exactly one of script and function")
+            _check_tool(tool)
         return tools
+
+
+_TOOL_KINDS = ("script", "function", "flow", "agent", "mcp")
+
+
+def _check_tool(tool: AgentToolSpec) -> None:
+    """Raise ValueError unless a tool spec is one kind and asks only what that kind can do."""
+    kinds = [kind for kind in _TOOL_KINDS if getattr(tool, kind) is not None]
+    if len(kinds) != 1:
+        given = f"; it has {' and '.join(kinds)}" if kinds else ""
+        raise ValueError(f"tool {tool.name!r} needs exactly one of {', '.join(_TOOL_KINDS)}{given}")
+    kind = kinds[0]
+    if tool.run == "child" and kind not in ("script", "function"):
+        raise ValueError(f"tool {tool.name!r}: `run` applies to script and function tools")
+    if (kind in ("flow", "agent") or tool.run == "child") and not tool.idempotent:
+        raise ValueError(
+            f"tool {tool.name!r}: a {kind} tool runs as a child run whose id is derived from "
+            "its call, so it never runs twice; `idempotent: false` does not apply"
+        )
+    if kind == "agent":
+        odd = [name for name in tool.inputs if not name.isidentifier() or name == "message"]
+        if odd:
+            raise ValueError(
+                f"tool {tool.name!r}: an agent tool binds step inputs of its agent by name "
+                f"(such as memory_id); not {', '.join(map(repr, odd))}"
+            )
+    if kind == "mcp" and tool.inputs:
+        raise ValueError(f"tool {tool.name!r}: an mcp tool takes no inputs (bind them in env)")

@@ -204,6 +204,8 @@ def _check_step_expressions(
             allowed.add("iter")
         if field == "stop_after_if":
             allowed.add("result")
+        if field.startswith("ai_agent.tools["):  # a tool's bindings also see the step's inputs
+            allowed.update(step.inputs)
         problems.extend(_check_names(step.id, field, expression, allowed))
         for target in sorted(expression.results_used or ()):
             if target not in index:

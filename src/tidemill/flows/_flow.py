@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tidemill.errors import FlowInputError
+from tidemill.flows._ai import AgentToolSpec, AIAgent
 from tidemill.flows._base import Expr, ExpressionText, FlowModel
 from tidemill.flows._check import check_flow
 from tidemill.flows._expr import Expression, compile_expression
@@ -280,6 +281,6 @@ class Flow(FlowModel):
         return value
 
 
-_NAMESPACE = {"Flow": Flow, "Step": Step}
-for _model in (SubFlow, Case, Branch, Body, Parallel, ForEach, Step, Flow):
+_NAMESPACE = {"Flow": Flow, "Step": Step, "SubFlow": SubFlow, "AIAgent": AIAgent}
+for _model in (AgentToolSpec, AIAgent, SubFlow, Case, Branch, Body, Parallel, ForEach, Step, Flow):
     _model.model_rebuild(_types_namespace=_NAMESPACE)

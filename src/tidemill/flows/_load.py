@@ -165,6 +165,34 @@ class _Inliner:
                 if key != "flow" and isinstance(kind, dict):
                     for body in _step_lists(kind):
                         self.steps(body, base, chain, prefix)
+            agent = step.get("ai_agent")
+            if isinstance(agent, dict):
+                self.agent_tools(agent, base, chain, step_id, prefix, "ai_agent")
+
+    def agent_tools(
+        self,
+        agent: dict[str, Any],
+        base: Path,
+        chain: tuple[tuple[Path, str], ...],
+        step: str | None,
+        prefix: str,
+        where: str,
+    ) -> None:
+        """Read the sub-flow files of an agent's `flow` tools, and those of its nested agents."""
+        tools = agent.get("tools")
+        for index, spec in enumerate(tools if isinstance(tools, list) else ()):
+            if not isinstance(spec, dict):
+                continue
+            field = f"{where}.tools[{index}]"
+            sub = spec.get("flow")
+            if isinstance(sub, str):
+                sub = spec["flow"] = {"path": sub}
+            if isinstance(sub, dict) and isinstance(sub.get("path"), str) and "flow" not in sub:
+                self.sub_flow(sub, base, chain, step, prefix, field=f"{field}.flow.path")
+            elif isinstance(sub, dict) and isinstance(sub.get("flow"), dict):
+                self.flow(sub["flow"], base, chain, f"{prefix}in the flow of {field}: ")
+            if isinstance(spec.get("agent"), dict):
+                self.agent_tools(spec["agent"], base, chain, step, prefix, f"{field}.agent")
 
     def script(self, script: dict[str, Any], base: Path, step: str | None, prefix: str) -> None:
         written = script.pop("path")
@@ -188,21 +216,23 @@ class _Inliner:
         chain: tuple[tuple[Path, str], ...],
         step: str | None,
         prefix: str,
+        *,
+        field: str = "flow.path",
     ) -> None:
         written = sub["path"]
         file = (base / written).resolve()
         if any(file == seen for seen, _name in chain):
             names = " -> ".join([*(name for _path, name in chain), written])
-            self.problems.append(Problem(step, "flow.path", f"{prefix}include cycle: {names}"))
+            self.problems.append(Problem(step, field, f"{prefix}include cycle: {names}"))
             return
         try:
             child = read_document(file)
         except DocumentError as exc:
-            self.problems.append(Problem(step, "flow.path", prefix + exc.message))
+            self.problems.append(Problem(step, field, prefix + exc.message))
             return
         if not isinstance(child, dict):
             message = f"{written} must hold a mapping (a flow), not {type(child).__name__}"
-            self.problems.append(Problem(step, "flow.path", prefix + message))
+            self.problems.append(Problem(step, field, prefix + message))
             return
         if not child.get("name"):
             child["name"] = file.stem

@@ -156,6 +156,10 @@ class Tx:
         )
         return [RunRow.of(row) for row in rows]
 
+    def set_parent_job(self, run_id: str, parent_job: int) -> None:
+        """Hand a child run to another job of the same step (a tool call's child, on a retry)."""
+        self.execute("UPDATE tm_runs SET parent_job = ? WHERE id = ?", (parent_job, run_id))
+
     def tree(self, root_id: str) -> list[RunRow]:
         """A top-level run and all its descendants, oldest first."""
         rows = self.all(
@@ -711,3 +715,12 @@ class Tx:
             (key,),
         )
         return None if row is None else RunRow.of(row)
+
+    def gate_ahead(self, key: str, run: RunRow) -> int:
+        """How many runs wait for a slot under `key` ahead of `run` (they start first)."""
+        row = self.one(
+            "SELECT COUNT(*) FROM tm_runs WHERE concurrency_key = ? AND status = 'queued' "
+            "AND (created_at < ? OR (created_at = ? AND id < ?))",
+            (key, run.created_at, run.created_at, run.id),
+        )
+        return 0 if row is None else int(row[0])
