@@ -94,3 +94,33 @@ async def test_budget_stop_fails_with_limit_exceeded(engine: AsyncEngine) -> Non
         run = await finished(engine, run_id)
     assert run.status == "failed"
     assert "LimitExceeded" in str(run.error)
+
+
+async def test_a_retried_run_keeps_the_extensions_granted_before(engine: AsyncEngine) -> None:
+    from tidemill.errors import ProviderError
+    from tidemill.llm import ModelRequest
+    from tidemill.types import Message
+
+    asked: list[int] = []
+
+    def answer(request: ModelRequest) -> Message:
+        asked.append(1)
+        results = sum(1 for m in request.messages if m.role == "tool")
+        if results < 2:
+            return Message.assistant("", tool_calls=(ToolCall(id=f"c{results}", name="note",
+                                                              arguments={"x": results}),))  # fmt: skip
+        if len(asked) == 3:  # the first request after the extension fails the step
+            raise ProviderError("bad request", provider="scripted", status_code=400)
+        return Message.assistant("Done.")
+
+    model = ScriptedModel(handler=answer)
+    async with engine.worker(poll=0.1, pool_size=1, models=models(model)):
+        run_id = await engine.submit(flow())
+        row = await pending(engine, run_id)
+        await engine.extend(row.id, 3, actor="alice")
+        assert (await finished(engine, run_id)).status == "failed"
+        await engine.retry(run_id)
+        run = await finished(engine, run_id)
+    assert run.status == "succeeded"  # not parked again at the original bound of 2
+    budgets = await engine.approvals(run_id, status=None)
+    assert [r.kind for r in budgets] == ["budget"]

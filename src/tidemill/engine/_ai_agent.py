@@ -89,7 +89,7 @@ from tidemill.types import AgentResponse, Message, ToolCall
 if TYPE_CHECKING:
     from tidemill.engine._execute import StepEnv
     from tidemill.flows import AIAgent, Step
-    from tidemill.store import ApprovalRow
+    from tidemill.store import ApprovalRow, Tx
 
 __all__ = ["LIMIT_NAMES", "run_ai_agent", "transcript_json"]
 
@@ -435,6 +435,12 @@ class _AgentStep:
         return self.crossed("max_duration", limit, state.run_id, state.messages)
 
 
+def _step_approvals(tx: Tx, *, env: StepEnv, step_id: str) -> list[ApprovalRow]:
+    """Every approval the step asked for in this run, whatever the job (a retry is another)."""
+    rows = tx.approvals(status=None, root_id=env.run.root_id)
+    return [row for row in rows if row.run_id == env.run.id and row.step_id == step_id]
+
+
 def _values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
     values = {name: context[name] for name in _CONTEXT_NAMES if name in context}
     values.update(inputs)
@@ -562,8 +568,8 @@ async def _drive(
         thread = thread_id(env.run.id, step.id)
         model_for_runtime: Model = metered
         if agent.limits.on_exceeded == "ask":
-            rows = await env.store.transact(lambda tx: tx.job_approvals(env.job.id))
-            limits = extended_limits(agent, rows)
+            rows = await env.store.transact(partial(_step_approvals, env=env, step_id=step.id))
+            limits = extended_limits(agent, rows)  # granted to any attempt, a retry's too
             model_for_runtime = BudgetModel(metered, checkpointer, thread, limits)
         try:
             runtime = AgentRuntime(
