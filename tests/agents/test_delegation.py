@@ -190,3 +190,31 @@ async def test_a_runtime_is_a_worker_too() -> None:
         specialists=[AgentTool(child, name="rt", description="A runtime.")],
     )
     assert (await boss.arun("go")).output == "Report: from a runtime"
+
+
+def test_a_specialists_tool_calls_count_against_the_supervisors_limit() -> None:
+    from tidemill import LimitExceeded, tool
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look up an order."""
+        return f"{order}: shipped"
+
+    looks = [ToolCall(id=f"k{i}", name="lookup", arguments={"order": "A1"}) for i in range(2)]
+    child_model = ScriptedModel(["", "both shipped"], tool_calls=[looks, []])
+    again = ToolCall(id="b1", name="lookup", arguments={"order": "B2"})
+    boss_model = ScriptedModel(
+        ["", "", "never"], tool_calls=[[delegate("checker", "check A1")], [again], []]
+    )
+    boss = (
+        agent()
+        .llm(boss_model)
+        .tool(lookup)
+        .limits(tool_calls=3)
+        .agent("checker", agent().llm(child_model).tool(lookup), "Checks orders.")
+    )
+    with pytest.raises(LimitExceeded) as caught:
+        boss.run("Check A1 then B2.", thread_id="boss")
+    assert caught.value.limit == "tool_calls"
+    # The delegation (1) and the checker's calls (2) used the 3: the boss's own call is refused.
+    assert len(child_model.requests) == 2 and len(boss_model.requests) == 2

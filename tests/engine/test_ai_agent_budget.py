@@ -107,8 +107,8 @@ async def test_a_retried_run_keeps_the_extensions_granted_before(engine: AsyncEn
         asked.append(1)
         results = sum(1 for m in request.messages if m.role == "tool")
         if results < 2:
-            return Message.assistant("", tool_calls=(ToolCall(id=f"c{results}", name="note",
-                                                              arguments={"x": results}),))  # fmt: skip
+            note = ToolCall(id=f"c{results}", name="note", arguments={"x": results})
+            return Message.assistant("", tool_calls=(note,))
         if len(asked) == 3:  # the first request after the extension fails the step
             raise ProviderError("bad request", provider="scripted", status_code=400)
         return Message.assistant("Done.")

@@ -341,6 +341,31 @@ async def test_children_spend_from_the_parents_bounds(engine: AsyncEngine) -> No
     assert len(parent.requests) == 1 and len(child.requests) == 1  # 1 + 1: no room for a third
 
 
+async def test_childrens_tool_calls_count_against_the_parents_max_tool_calls(
+    engine: AsyncEngine,
+) -> None:
+    child = ScriptedModel(
+        ["", "looked up"],
+        tool_calls=[[ToolCall(id=f"k{i}", name="lookup", arguments={"order_id": "A1"})
+                     for i in range(2)], []],
+    )  # fmt: skip
+    two = [ToolCall(id=f"p{i}", name="lookup", arguments={"order_id": "B2"}) for i in range(2)]
+    delegate = ToolCall(id="c1", name="delegate", arguments={"tasks": [task("t1", "a")]})
+    parent = ScriptedModel(["", "", "never"], tool_calls=[[delegate], two, []])
+    the_flow = flow(
+        {"tools": [{"name": "lookup", "script": LOOKUP}],
+         "delegation": {"allow": ["lookup"]},
+         "limits": {"max_tool_calls": 4},
+         "specialists": [specialist("a", tools=["lookup"], budget={"max_tool_calls": 2})]}
+    )  # fmt: skip
+    with pytest.raises(RunFailed) as caught:
+        await run(engine, the_flow, team(parent, a=child))
+    error = caught.value.error
+    assert (error["type"], error["limit"], error["value"]) == ("LimitExceeded", "max_tool_calls", 4)
+    # 1 delegate call + the child's 2 = 3 used: the parent's batch of 2 would make 5.
+    assert len(child.requests) == 2 and len(parent.requests) == 2
+
+
 async def test_a_resumed_delegation_does_not_run_finished_children_again(
     engine: AsyncEngine,
 ) -> None:

@@ -169,13 +169,16 @@ class AgentTool(Tool):
     async def _run(self, task: str, thread_id: str) -> ToolReturn:
         earlier = await self.worker.astate(thread_id)
         if earlier is not None and earlier.status == "finished":
-            return ToolReturn(_text(earlier.output), usage=earlier.usage)
+            return ToolReturn(
+                _text(earlier.output), usage=earlier.usage, tool_calls=earlier.tool_calls
+            )
         if earlier is not None and earlier.status != "new":
             return ToolReturn(
                 f"The {self.name!r} specialist's earlier run on thread {thread_id!r} "
                 f"is {earlier.status}; it cannot be run again from here.",
                 usage=earlier.usage,
                 is_error=True,
+                tool_calls=earlier.tool_calls,
             )
         try:
             response = await self.worker.arun(
@@ -185,9 +188,21 @@ class AgentTool(Tool):
             partial = getattr(exc, "response", None)
             usage = partial.usage if isinstance(partial, AgentResponse) else Usage()
             return ToolReturn(
-                f"The {self.name!r} specialist failed: {exc.message}", usage=usage, is_error=True
+                f"The {self.name!r} specialist failed: {exc.message}",
+                usage=usage,
+                is_error=True,
+                tool_calls=await self._tool_calls(thread_id),
             )
-        return ToolReturn(_text(response.output), usage=response.usage)
+        return ToolReturn(
+            _text(response.output),
+            usage=response.usage,
+            tool_calls=await self._tool_calls(thread_id),
+        )
+
+    async def _tool_calls(self, thread_id: str) -> int:
+        """The tool calls the specialist's thread made: they count as its supervisor's too."""
+        state = await self.worker.astate(thread_id)
+        return 0 if state is None else state.tool_calls
 
     def _gate(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()

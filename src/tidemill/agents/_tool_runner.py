@@ -203,18 +203,18 @@ class ToolRunner:
         tool = self.tools.get(call.name)
         description = tool.description if tool is not None else None
         with self.tracer.tool_span(call, description=description, parent=writer.span) as span:
-            content, failed, usage = await self._invoke(writer, call, tool, span)
+            content, failed, usage, delegated = await self._invoke(writer, call, tool, span)
             result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
             span.record_result(result)
-        await writer.append(ToolFinished(result=result, usage=usage))
+        await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))
         return result
 
     async def _invoke(
         self, writer: ThreadWriter, call: ToolCall, tool: Tool | None, span: Span
-    ) -> tuple[str, bool, Usage | None]:
-        """Call the tool; its text for the model, whether it failed, what it spent."""
+    ) -> tuple[str, bool, Usage | None, int]:
+        """Call the tool; its text for the model, whether it failed, what it spent and called."""
         if tool is None:
-            return f"There is no tool named {call.name!r}.", True, None
+            return f"There is no tool named {call.name!r}.", True, None, 0
         arguments = writer.validated.pop(call.id, None)
         context = ToolContext(
             thread_id=writer.thread_id,
@@ -229,13 +229,13 @@ class ToolRunner:
             value = await tool.acall(arguments, context)
         except ToolArgumentsError as exc:
             span.record_error(exc)
-            return exc.message, True, None
+            return exc.message, True, None, 0
         except ToolSuspended:
             raise  # no result: the call stays started, and runs again on resume
         except Exception as exc:
             _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
             span.record_error(exc)
-            return f"The tool raised {type(exc).__name__}: {exc}", True, None
+            return f"The tool raised {type(exc).__name__}: {exc}", True, None, 0
         if isinstance(value, ToolReturn):
-            return tool.render(value.value), value.is_error, value.usage
-        return tool.render(value), False, None
+            return tool.render(value.value), value.is_error, value.usage, value.tool_calls
+        return tool.render(value), False, None, 0

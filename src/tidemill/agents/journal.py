@@ -101,6 +101,8 @@ class ToolFinished(_Event):
     duration_ms: float = 0.0
     usage: Usage | None = None
     """What the tool spent, when it reported it (a delegated agent, say)."""
+    tool_calls: int = 0
+    """Tool calls made on its behalf (a delegation's tasks); they count as the run's."""
 
 
 class ApprovalRequested(_Event):
@@ -328,6 +330,7 @@ class ThreadState:
             self._result(event.result, failed=event.result.is_error)
             if event.usage is not None:
                 self._spent.add(event.usage)
+            self.tool_calls += event.tool_calls
         elif event.kind == "model_response":
             self._model_turn(event.response)
         elif event.kind == "tool_started":

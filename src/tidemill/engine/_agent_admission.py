@@ -63,8 +63,9 @@ def bounds(source: AgentLimits | SpecialistBudget) -> dict[str, int]:
 def remaining(limits: Mapping[str, int], state: ThreadState) -> dict[str, int]:
     """What an agent whose thread stands at `state` has left of each of its bounds.
 
-    Tool calls are those its run started (the `delegate` call too); requests
-    and tokens are its run's usage, what earlier delegations spent included.
+    Tool calls are those its run started (the `delegate` call too) and those
+    its earlier delegations' tasks made; requests and tokens are its run's
+    usage, what earlier delegations spent included.
 
     Example:
         >>> state = ThreadState("t")

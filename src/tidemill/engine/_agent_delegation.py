@@ -183,9 +183,13 @@ class DelegateTool(Tool):
                 "Not delegated, no task was started: " + "; ".join(problems) + ".", is_error=True
             )
         done = await asyncio.gather(*(self._one(task, context) for task in tasks))
-        return ToolReturn([entry for entry, _ in done], usage=Usage.total(u for _, u in done))
+        return ToolReturn(
+            [entry for entry, _, _ in done],
+            usage=Usage.total(usage for _, usage, _ in done),
+            tool_calls=sum(calls for _, _, calls in done),
+        )
 
-    async def _one(self, task: Task, context: ToolContext) -> tuple[dict[str, Any], Usage]:
+    async def _one(self, task: Task, context: ToolContext) -> tuple[dict[str, Any], Usage, int]:
         async with self._gate:
             specialist = self._specialists[task.specialist]
             scope = ":".join(part for part in (self._scope, context.call_id, task.id) if part)
@@ -194,7 +198,8 @@ class DelegateTool(Tool):
                 runtime = self._runtime(specialist, task, scope, lineage)
             except Exception as exc:  # a model the worker cannot build, say
                 message = getattr(exc, "message", str(exc))
-                return failed_entry(task, {"type": type(exc).__name__, "message": message}), Usage()
+                error = {"type": type(exc).__name__, "message": message}
+                return failed_entry(task, error), Usage(), 0
             try:
                 thread = task_thread(context.thread_id, context.call_id, task.id)
                 return await run_task(

@@ -86,22 +86,25 @@ async def run_task(
     thread: str,
     checkpointer: Checkpointer,
     settings: ModelSettings,
-) -> tuple[dict[str, Any], Usage]:
-    """Run (or continue, or recall) one task; its entry, and what it spent that is not counted yet.
+) -> tuple[dict[str, Any], Usage, int]:
+    """Run (or continue, or recall) one task.
 
-    A task that ended in an earlier attempt of the `delegate` call gives its
-    entry again with its whole usage: that attempt never reported it.
+    Returns its entry, what it spent that is not counted yet, and the tool
+    calls its agent made (its own delegations' included): they count against
+    the delegating agent's `max_tool_calls`. A task that ended in an earlier
+    attempt of the `delegate` call gives its entry again with its whole
+    usage: that attempt never reported it.
     """
     journal = await Journal.read(checkpointer, thread)
     state = journal.state
     if state.status == "finished":
         entry = {"id": task.id, "specialist": task.specialist, "ok": True, "result": state.output}
-        return entry, state.usage
+        return entry, state.usage, state.tool_calls
     if state.status == "failed":
-        return failed_entry(task, _journaled_error(journal)), state.usage
+        return failed_entry(task, _journaled_error(journal)), state.usage, state.tool_calls
     if state.status == "paused":  # specialists have no tools that ask a person
         error = {"type": "AgentError", "message": "the specialist's run waits for approval"}
-        return failed_entry(task, error), state.usage
+        return failed_entry(task, error), state.usage, state.tool_calls
     try:
         if state.status == "running":  # its worker died mid-task
             response = await runtime.aresume(thread, retry_in_flight=True, **settings)
@@ -110,6 +113,14 @@ async def run_task(
     except Exception as exc:
         partial = getattr(exc, "response", None)
         usage = partial.usage if isinstance(partial, AgentResponse) else Usage()
-        return failed_entry(task, _raised_error(exc)), usage
+        return (
+            failed_entry(task, _raised_error(exc)),
+            usage,
+            await _tool_calls(checkpointer, thread),
+        )
     entry = {"id": task.id, "specialist": task.specialist, "ok": True, "result": response.output}
-    return entry, response.usage
+    return entry, response.usage, await _tool_calls(checkpointer, thread)
+
+
+async def _tool_calls(checkpointer: Checkpointer, thread: str) -> int:
+    return (await Journal.read(checkpointer, thread)).state.tool_calls

@@ -28,3 +28,6 @@ class ToolReturn:
     """What the tool spent."""
     is_error: bool = False
     """Whether `value` reports a failure the model should see as one."""
+    tool_calls: int = 0
+    """Tool calls made on the call's behalf (by the agents a delegation ran), counted
+    against the run's `tool_calls` limit like the run's own."""
