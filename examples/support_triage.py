@@ -2,7 +2,8 @@
 
 `examples/support-triage/flow.yaml` classifies a ticket with `ai_action` (an
 output schema), lets an `ai_agent` look the order up and refund it (the
-refund tool needs a person's approval: the run waits), then formats the reply
+refund tool needs a person's approval: the run waits; once approved, the call
+runs `support-triage/refund.yaml` as a child run), then formats the reply
 with a script. The demo approves the refund through the CLI, as a person in
 another terminal would, and prints the steps, the agent's transcript, usage
 and cost.
@@ -106,12 +107,13 @@ def main() -> None:
         print("\nSteps:")
         for job in engine.jobs(run.id):
             took = (job.finished_at or 0) - (job.started_at or job.created_at)
-            print(f"  {job.step_id:9} attempt {job.attempt}  {job.status:9} {took:6.2f} s")
+            where = "" if job.run_id == run.id else "  (a child run of a tool call)"
+            print(f"  {job.step_id:9} attempt {job.attempt}  {job.status:9} {took:6.2f} s{where}")
         print("\nThe agent's transcript:")
         for message in engine.transcript(run.id, "answer"):
             calls = ", ".join(f"{c.name}({json.dumps(c.arguments)})" for c in message.tool_calls)
             text = message.content or ""
-            print(f"  {message.role.value:9} {text[:90]}{' -> ' + calls if calls else ''}")
+            print(f"  {message.role.value:9} {text[:120]}{' -> ' + calls if calls else ''}")
         usage = engine.usage(run.id)
         tokens_in = sum(u["input_tokens"] for u in usage)
         tokens_out = sum(u["output_tokens"] for u in usage)

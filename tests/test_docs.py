@@ -102,6 +102,7 @@ def test_the_support_triage_demo_waits_is_approved_from_the_cli_and_finishes(
     assert 'The run is waiting: the agent wants to call issue_refund({"order_id": "A-1001"' in out
     assert "approved by demo" in out
     assert "lookup_order" in out and "refunded 129.00 EUR on A-1001" in out
+    assert "pay       attempt 1  succeeded" in out and "(a child run of a tool call)" in out
     assert "Usage: 4 model calls" in out
     assert '"category": "refund"' in out
     assert (tmp_path / ".tidemill" / "triage.db").is_file()
