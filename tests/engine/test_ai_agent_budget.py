@@ -124,3 +124,59 @@ async def test_a_retried_run_keeps_the_extensions_granted_before(engine: AsyncEn
     assert run.status == "succeeded"  # not parked again at the original bound of 2
     budgets = await engine.approvals(run_id, status=None)
     assert [r.kind for r in budgets] == ["budget"]
+
+
+async def test_max_duration_asks_for_more_time_and_the_cut_off_call_runs_again(
+    engine: AsyncEngine,
+) -> None:
+    from tidemill.llm import ModelRequest
+    from tidemill.types import Message
+
+    slow = [True]
+
+    async def answer(request: ModelRequest) -> Message:
+        if slow[0]:
+            slow[0] = False
+            await asyncio.sleep(30)  # cut off at max_duration
+        return Message.assistant("Done.")
+
+    model = ScriptedModel(handler=answer)
+    agent = {"model": "fake", "tools": [_TOOL],
+             "limits": {"max_duration": 0.5, "on_exceeded": "ask"}}  # fmt: skip
+    the_flow = Flow.model_validate(
+        {"steps": [{"id": "agent", "inputs": {"user_message": "go"}, "ai_agent": agent}]}
+    )
+    async with engine.worker(poll=0.1, pool_size=1, models=models(model)):
+        run_id = await engine.submit(the_flow)
+        row = await pending(engine, run_id)
+        details = row.details or {}
+        assert (details["bound"], details["limit"]) == ("max_duration", 0.5)
+        assert details["used"] >= 0.5
+        with pytest.raises(ApprovalDecisionError) as short:
+            await engine.extend(row.id, details["used"], actor="alice")
+        assert short.value.reason == "arguments"  # not more than the time already used
+        await engine.extend(row.id, 60, actor="alice")
+        run = await finished(engine, run_id)
+    assert run.status == "succeeded"
+    assert len(model.requests) == 2  # the cut-off request was made again
+
+
+async def test_max_duration_stopped_fails_the_step_naming_the_bound(engine: AsyncEngine) -> None:
+    from tidemill.llm import ModelRequest
+    from tidemill.types import Message
+
+    async def answer(request: ModelRequest) -> Message:
+        await asyncio.sleep(30)
+        return Message.assistant("never")
+
+    agent = {"model": "fake", "limits": {"max_duration": 0.3, "on_exceeded": "ask"}}
+    the_flow = Flow.model_validate(
+        {"steps": [{"id": "agent", "inputs": {"user_message": "go"}, "ai_agent": agent}]}
+    )
+    async with engine.worker(poll=0.1, pool_size=1, models=models(ScriptedModel(handler=answer))):
+        run_id = await engine.submit(the_flow)
+        row = await pending(engine, run_id)
+        await engine.extend(row.id, None, actor="anyone")
+        run = await finished(engine, run_id)
+    assert run.status == "failed"
+    assert run.error["limit"] == "max_duration" and run.error["type"] == "LimitExceeded"

@@ -8,11 +8,16 @@ journal stays where it is (mid-run) and the step parks with one approval row
 of kind `budget`, whose `details` name the `session` (thread id), the
 `bound`, its current `limit`, what was `used` and the `expected_seq`.
 
+`max_duration` (wall time) is asked about too: when it runs out, the step
+parks the same way (`used` is the seconds elapsed, waits included) instead
+of ending the agent run; whatever was in flight (a model call, a tool call)
+is cut off and runs again after the extension, as after a crash.
+
 `extend` with a larger limit stores it in `details["decision"]`; every later
-execution of the step reads the extensions back (`extended_limits`) and the
-agent continues from its journal: answered turns are not asked again.
-Stopping (or expiry) fails the step with `LimitExceeded`, as `fail` would.
-`max_iterations` and `max_duration` always fail.
+execution of the step reads the extensions back (`extended_limits`,
+`extended_duration`) and the agent continues from its journal: answered
+turns are not asked again. Stopping (or expiry) fails the step with
+`LimitExceeded`, as `fail` would. `max_iterations` always fails.
 
 Because the bound is checked before a request, `max_tool_calls` pauses the
 agent once that many calls were started (the batch that reached it runs),
@@ -41,6 +46,7 @@ __all__ = [
     "BudgetReached",
     "budget_details",
     "check_extend",
+    "extended_duration",
     "extended_limits",
     "reached",
 ]
@@ -118,7 +124,34 @@ def extended_limits(agent: AIAgent, rows: Iterable[ApprovalRow]) -> dict[str, in
     return limits
 
 
-def budget_details(state: ThreadState, bound: str, limit: int, used: int) -> dict[str, Any]:
+def extended_duration(agent: AIAgent, rows: Iterable[ApprovalRow]) -> float | None:
+    """The step's `max_duration` in seconds, raised to the largest extension granted on `rows`.
+
+    Example:
+        >>> from tidemill.flows import AIAgent
+        >>> agent = AIAgent(model="fake", limits={"max_duration": "1m", "on_exceeded": "ask"})
+        >>> row = ApprovalRow("a1", "r", "r", 1, "s", "", [], "reject", "approved", 0.0,
+        ...     None, 1.0, None, None, "budget",
+        ...     {"bound": "max_duration", "decision": {"action": "extend", "limit": 300}})
+        >>> extended_duration(agent, []), extended_duration(agent, [row])
+        (60.0, 300.0)
+    """
+    limit = agent.limits.max_duration
+    if limit is None:
+        return None
+    for row in rows:
+        details = row.details or {}
+        decision = details.get("decision") or {}
+        if (
+            row.kind == "budget"
+            and details.get("bound") == "max_duration"
+            and decision.get("action") == "extend"
+        ):
+            limit = max(limit, float(decision["limit"]))
+    return float(limit)
+
+
+def budget_details(state: ThreadState, bound: str, limit: float, used: float) -> dict[str, Any]:
     """The `details` of a budget approval row.
 
     Example:
@@ -150,7 +183,9 @@ def check_extend(
     details = approval.details or {}
     if new_limit is None:
         return {"action": "stop", "limit": None, "actor": actor}
-    limit = int(details.get("limit") or 0)
+    limit = details.get("limit") or 0
+    if details.get("bound") == "max_duration":  # the time already spent must fit too
+        limit = max(limit, details.get("used") or 0)
     if new_limit <= limit:
         raise ApprovalDecisionError(
             f"The new {details.get('bound')} limit must be larger than {limit}, not {new_limit}.",

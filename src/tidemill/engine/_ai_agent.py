@@ -43,7 +43,12 @@ from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import RunFailed
 from tidemill.engine._advance import Outcome
 from tidemill.engine._agent_approvals import decisions_for
-from tidemill.engine._agent_budget import BudgetModel, BudgetReached, extended_limits
+from tidemill.engine._agent_budget import (
+    BudgetModel,
+    BudgetReached,
+    extended_duration,
+    extended_limits,
+)
 from tidemill.engine._agent_children import child_tool
 from tidemill.engine._agent_delegation import ONE_PER_TURN, step_delegate
 from tidemill.engine._agent_journal import Journal, open_journal, thread_id
@@ -156,6 +161,8 @@ class _AgentStep:
     site: ToolSite
     schemas: dict[str, dict[str, Any]]
     settings: ModelSettings
+    max_duration: float | None
+    """`limits.max_duration`, as extended by people (`on_exceeded: ask`)."""
 
     # -- outcomes ----------------------------------------------------------------
 
@@ -367,7 +374,7 @@ class _AgentStep:
         started: float,
     ) -> Outcome | AgentPause | ChildWait:
         """Run the agent within `max_duration` (from `started`) and the step's `timeout`."""
-        limit = self.agent.limits.max_duration
+        limit = self.max_duration
         deadline = None if limit is None else started + limit
         budgets = [] if self.step.timeout is None else [self.step.timeout]
         if deadline is not None:
@@ -419,12 +426,20 @@ class _AgentStep:
             return self.failed(_error(exc), retryable=True)
         return self.succeeded(response.output)
 
-    async def _out_of_time(self, checkpointer: Checkpointer, limit: float | None) -> Outcome:
-        """End the agent run at `max_duration`: journal it, then fail the step naming the bound."""
+    async def _out_of_time(
+        self, checkpointer: Checkpointer, limit: float | None
+    ) -> Outcome | AgentPause:
+        """At `max_duration`: ask for more time (`on_exceeded: ask`), or end the run and fail."""
         journal = await Journal.read(checkpointer, self.thread)
         state = journal.state
         if state.status == "finished":
             return self.succeeded(state.output)
+        if self.agent.limits.on_exceeded == "ask" and state.status != "failed" and limit:
+            started = journal.started_at() or time.time()
+            return budget_pause(
+                state, self.agent, "max_duration", limit, round(time.time() - started, 1),
+                usage=tuple(self.metered.records), logs=tuple(self.site.logs),
+            )  # fmt: skip
         if state.status != "failed":
             event = RunFailed(
                 reason="limit", limit="max_duration", message=f"max_duration limit of {limit}"
@@ -567,9 +582,11 @@ async def _drive(
             )  # fmt: skip
         thread = thread_id(env.run.id, step.id)
         model_for_runtime: Model = metered
+        max_duration = agent.limits.max_duration
         if agent.limits.on_exceeded == "ask":
             rows = await env.store.transact(partial(_step_approvals, env=env, step_id=step.id))
             limits = extended_limits(agent, rows)  # granted to any attempt, a retry's too
+            max_duration = extended_duration(agent, rows)
             model_for_runtime = BudgetModel(metered, checkpointer, thread, limits)
         try:
             runtime = AgentRuntime(
@@ -587,7 +604,7 @@ async def _drive(
             return Outcome("failed", error=_error(exc), retryable=False)
         run = _AgentStep(
             step, agent, env, inputs, thread, runtime, metered, site,
-            {tool.name: dict(tool.parameters) for tool in tools}, _settings(agent),
+            {tool.name: dict(tool.parameters) for tool in tools}, _settings(agent), max_duration,
         )  # fmt: skip
         try:
             return await run.drive(checkpointer)

@@ -249,9 +249,9 @@ class AgentLimits(FlowModel):
     max_duration: Duration | None = None
     """Wall time for the whole step, across resumes (seconds, or `5m`)."""
     on_exceeded: Literal["fail", "ask"] = "fail"
-    """`ask`: when `max_requests`, `max_tool_calls` or a token bound is used up, park the
-    step with an approval of kind `budget` (approvers: the tools' approvers, or anyone)
-    that extends the bound or stops; `max_iterations` and `max_duration` always fail."""
+    """`ask`: when `max_requests`, `max_tool_calls`, a token bound or `max_duration` is used
+    up, park the step with an approval of kind `budget` (approvers: the tools' approvers, or
+    anyone) that extends the bound or stops; `max_iterations` always fails."""
 
 
 class AgentQuestions(FlowModel):
