@@ -3,8 +3,9 @@
 It runs `AsyncEngine(URL).worker(...)` with a short lease until SIGTERM,
 printing `ready <pid>` once working. Its model is `answer` (below): it reads
 the conversation and calls the tool `first`, then `second`, then answers;
-each request it gets is appended to REQUESTS_LOG as one JSON line. The test
-SIGKILLs it while `second` runs.
+each request it gets is appended to REQUESTS_LOG as one JSON line. The tests
+SIGKILL it while `second` runs, during a model call, or while the step waits
+for an approval.
 """
 
 from __future__ import annotations
@@ -33,12 +34,18 @@ def answer(request: ModelRequest) -> Message:
 
 
 def logged(path: Path) -> ScriptedModel:
-    """The model `answer`, logging each request as `{"pid", "tool_results"}`."""
+    """The model `answer`, logging each request as `{"pid", "tool_results"}`.
 
-    def handler(request: ModelRequest) -> Message:
+    With `AGENT_TEST_HANG_MODEL=N` in the environment, the request that sees N
+    tool results hangs (the test kills the worker during that model call).
+    """
+
+    async def handler(request: ModelRequest) -> Message:
         seen = sum(1 for m in request.messages if m.role == "tool")
         with path.open("a") as log:
             log.write(json.dumps({"pid": os.getpid(), "tool_results": seen}) + "\n")
+        if os.environ.get("AGENT_TEST_HANG_MODEL") == str(seen):
+            await asyncio.sleep(60)
         return answer(request)
 
     return ScriptedModel(handler=handler)
