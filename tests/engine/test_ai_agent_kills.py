@@ -109,8 +109,13 @@ async def test_killed_during_a_model_call_the_turn_is_asked_again_and_no_tool_re
     # The unanswered turn was asked again (it saw `first`'s result); `first` did not run again.
     assert [r["tool_results"] for r in requests(log)] == [0, 1, 1, 2]
     assert [line.split()[1] for line in lines(effects)] == ["1", "2"]
-    # Usage records are written with the step's outcome: the killed worker's calls left none.
-    assert len(await engine.usage(run_id)) == 2
+    # The killed worker's answered call (0 results) is recovered from the journal (latency 0);
+    # its cut-off call left no turn and no record; the second worker recorded its own two.
+    usage = await engine.usage(run_id)
+    assert [(u["latency_ms"] == 0.0, u["error"]) for u in usage] == [
+        (True, None), (False, None), (False, None)
+    ]  # fmt: skip
+    assert all(u["input_tokens"] > 0 and u["output_tokens"] > 0 for u in usage)
 
 
 async def test_killed_while_waiting_for_approval_the_decision_resumes_it_elsewhere(
@@ -144,3 +149,4 @@ async def test_killed_while_waiting_for_approval_the_decision_resumes_it_elsewhe
         assert await engine.wait(run_id, timeout=60) == "done: one two"
     assert [r["tool_results"] for r in requests(log)] == [0, 1, 2]  # no turn asked twice
     assert [line.split()[1] for line in lines(effects)] == ["1", "2"]  # each tool once
+    assert len(await engine.usage(run_id)) == 3  # two stored at the pause, one after

@@ -52,6 +52,7 @@ from tidemill.engine._agent_budget import (
 from tidemill.engine._agent_children import child_tool
 from tidemill.engine._agent_delegation import ONE_PER_TURN, step_delegate
 from tidemill.engine._agent_journal import Journal, open_journal, thread_id
+from tidemill.engine._agent_lost_usage import lost_usage
 from tidemill.engine._agent_mcp import mcp_tools
 from tidemill.engine._agent_memory import (
     MemoryWrite,
@@ -270,6 +271,8 @@ class _AgentStep:
         for attempt in range(_BUSY_ATTEMPTS):
             journal = await Journal.read(checkpointer, self.thread)
             state = journal.state
+            if attempt == 0 and state.status != "new":
+                await self._recover_usage(journal)
             if state.status == "finished":
                 return self.succeeded(state.output)
             if state.status == "failed" and not await self._failure_recorded(state.run_id):
@@ -355,6 +358,18 @@ class _AgentStep:
         except JournalConflict:
             return None
         return await Journal.read(checkpointer, self.thread)
+
+    async def _recover_usage(self, journal: Journal) -> None:
+        """Add records for the journal's answered turns that a dead worker did not store."""
+        env, step_id = self.env, self.step.id
+
+        def read(tx: Tx) -> list[dict[str, Any]]:
+            rows = tx.usage(env.run.root_id)
+            return [r for r in rows if r["run_id"] == env.run.id and r["step_id"] == step_id]
+
+        rows = await env.store.transact(read)
+        lost = lost_usage(journal.records, rows, self.metered.inner, self.agent.metadata)
+        self.metered.records[:0] = lost
 
     async def _failure_recorded(self, agent_run: str | None) -> bool:
         """Whether an earlier job of this step already recorded the journal's failure."""
