@@ -7,10 +7,13 @@ id is derived from the run and the step, so every attempt of the step, on
 any worker, continues the same thread.
 
 A worker opens its checkpointer once, in a `Journals` it owns, and every
-agent step it runs shares it until the worker stops: one PostgreSQL
-connection, or SQLite connections that never wait for a lock on the event
+agent step it runs shares it until the worker stops: a few PostgreSQL
+connections over which the steps' concurrent reads and appends go out
+batched, or SQLite connections that never wait for a lock on the event
 loop. Without one, `open_journal` opens a checkpointer for the caller and
-closes it after.
+closes it after. Either way the caller gets a `StepJournal` view of it,
+which answers the agent runtime's read of a thread the step has just read
+from memory.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from tidemill.agents.journal import JournalEvent, JournalRecord, ThreadState
 from tidemill.errors import SerializationError
 from tidemill.store import StoreURL
 
-__all__ = ["Journal", "Journals", "open_journal", "thread_id"]
+__all__ = ["Journal", "Journals", "StepJournal", "open_journal", "thread_id"]
 
 log = logging.getLogger("tidemill.worker")
 
@@ -182,13 +185,81 @@ class _SQLiteJournal:
         return f"SQLiteCheckpointer({self._inline.path!r}, off the event loop when busy)"
 
 
+class StepJournal:
+    """One agent step's view of a checkpointer: a thread read twice in a row is read once.
+
+    A step reads its thread to decide how to go on (a new run, a resume, an
+    outcome to record), and the agent runtime it starts then reads the same
+    thread to fold its state. With nothing appended in between, this view
+    answers that second read with the records of the first (once; later
+    reads go to the database). Nothing is lost by it: an append names the
+    seq it follows, so a write by another process in between still makes
+    the step's next append fail, as if it had come after the second read.
+
+    Args:
+        checkpointer: The checkpointer to read and write; not closed by `aclose`
+            (whoever opened it closes it).
+
+    Example:
+        >>> import asyncio
+        >>> from tidemill.agents.checkpoint import MemoryCheckpointer
+        >>> async def reads():
+        ...     journal = StepJournal(MemoryCheckpointer())
+        ...     first = await journal.read("t")
+        ...     return first is await journal.read("t"), first is await journal.read("t")
+        >>> asyncio.run(reads())
+        (True, False)
+    """
+
+    def __init__(self, checkpointer: Checkpointer) -> None:
+        self.checkpointer = checkpointer
+        self._last: dict[str, list[JournalRecord]] = {}
+
+    async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
+        """Append `events` after entry `after` (see `Checkpointer.append`)."""
+        self._last.pop(thread_id, None)
+        return await self.checkpointer.append(thread_id, events, after=after)
+
+    async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
+        """Return the records after `after`: from the last read, if it is still the newest."""
+        last = self._last.pop(thread_id, None)
+        if last is not None:
+            return last if after == 0 else [record for record in last if record.seq > after]
+        records = await self.checkpointer.read(thread_id, after=after)
+        if after == 0:
+            self._last[thread_id] = records
+        return records
+
+    async def threads(self) -> list[str]:
+        """Return every thread id, sorted."""
+        return await self.checkpointer.threads()
+
+    async def delete(self, thread_id: str) -> bool:
+        """Remove a thread's journal."""
+        self._last.pop(thread_id, None)
+        return await self.checkpointer.delete(thread_id)
+
+    async def prune(self, *, older_than: timedelta) -> int:
+        """Remove threads whose newest record is older than `older_than`."""
+        self._last.clear()
+        return await self.checkpointer.prune(older_than=older_than)
+
+    async def aclose(self) -> None:
+        """Forget what was read; the checkpointer stays open."""
+        self._last.clear()
+
+    def __repr__(self) -> str:
+        return f"StepJournal({self.checkpointer!r})"
+
+
 class Journals:
     """The journal checkpointers of one worker: opened on first use, shared, closed with it.
 
     Every agent step a worker runs uses the same checkpointer for its
     store, instead of connecting anew for each attempt. A PostgreSQL
-    checkpointer keeps one connection (per event loop) that the steps take
-    turns on; a SQLite one waits for locks off the event loop (see `_SQLiteJournal`).
+    checkpointer keeps a few connections (per event loop) and batches the
+    steps' concurrent statements; a SQLite one waits for locks off the event
+    loop (see `_SQLiteJournal`).
     `aclose` closes them; a later step opens new ones.
 
     Example:
@@ -235,6 +306,8 @@ async def open_journal(
 ) -> AsyncIterator[Checkpointer]:
     """A checkpointer on the store's database: the worker's, or one closed on exit.
 
+    It is seen through a `StepJournal` of the caller's own.
+
     Args:
         url: The store's address.
         journals: The worker's checkpointers, to share; None opens one for
@@ -249,10 +322,10 @@ async def open_journal(
         []
     """
     if journals is not None:
-        yield journals.checkpointer(url)
+        yield StepJournal(journals.checkpointer(url))
         return
     checkpointer = _checkpointer(url)
     try:
-        yield checkpointer
+        yield StepJournal(checkpointer)
     finally:
         await checkpointer.aclose()

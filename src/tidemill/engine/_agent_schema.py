@@ -5,6 +5,11 @@ worker's script pool. Its arguments are the parameters of its function, typed
 by their hints. The schema the model sees is built from the parsed source:
 the code is never executed in the worker to learn its signature.
 
+A worker describes the same tools for every step of a flow, so both the
+parse and the module's source are cached: `signature_schema` by the source
+text, `function_source` by the module's file and its modification time (an
+edited file is read again).
+
 Example:
     >>> code = (
     ...     "def main(order_id: str, amount: float = 0.0, tags: list[str] | None = None):\n"
@@ -23,8 +28,11 @@ Example:
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import json
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,6 +179,7 @@ def _find(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef
     return None
 
 
+@functools.lru_cache(maxsize=256)
 def signature_schema(
     source: str, function: str = "main", *, where: str = "the script"
 ) -> SignatureSchema:
@@ -179,6 +188,9 @@ def signature_schema(
     Parameters with a default are optional; `**kwargs` lets the model pass
     other arguments too. Positional-only parameters and `*args` cannot be
     filled by name, so they are refused.
+
+    The result is cached by the arguments (parsing a module for each agent
+    step dominated its setup) and shared: copy `parameters` before changing it.
 
     Raises:
         ConfigurationError: The source does not parse, has no such function,
@@ -261,15 +273,56 @@ def function_source(reference: str) -> tuple[str, str]:
             f"Bad tool function reference {reference!r}.",
             hint="Write it as 'package.module:function' (a top-level function).",
         )
+    where = (module, tuple(sys.path))
+    origin = _ORIGINS.get(where)
+    if origin is not None:
+        source = _read_source(origin)
+        if source is not None:
+            return source, name
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         spec = None
     origin = None if spec is None else spec.origin
-    if origin is None or not origin.endswith(".py"):
+    source = None if origin is None or not origin.endswith(".py") else _read_source(origin)
+    if origin is None or source is None:
         raise ConfigurationError(
             f"Cannot find the Python source of module {module!r} "
             f"(for tool function {reference!r}).",
             hint="The module must be importable on the worker, as a .py file.",
         )
-    return Path(origin).read_text(encoding="utf-8"), name
+    _remember(_ORIGINS, where, origin)
+    return source, name
+
+
+_ORIGINS: dict[tuple[str, tuple[str, ...]], str] = {}
+"""Where a module's file was found, by the module's name and the import path searched."""
+_SOURCES: dict[str, tuple[tuple[int, int], str]] = {}
+"""A module file's text, with the (modification time, size) it was read at."""
+_CACHED = 256
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep `value` under `key`, dropping the oldest entry beyond `_CACHED`."""
+    cache.pop(key, None)
+    if len(cache) >= _CACHED:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+
+
+def _read_source(path: str) -> str | None:
+    """The text of the file at `path`, read again only when it changed; None when it is gone."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    version = (status.st_mtime_ns, status.st_size)
+    found = _SOURCES.get(path)
+    if found is not None and found[0] == version:
+        return found[1]
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    _remember(_SOURCES, path, (version, text))
+    return text
