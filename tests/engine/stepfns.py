@@ -15,3 +15,19 @@ def whoami() -> dict[str, object]:
     info = current_step()
     assert info is not None
     return {"step": info.step_id, "attempt": info.attempt, "key": info.idempotency_key}
+
+
+async def lookup(order: str, tenant: str = "-") -> dict[str, object]:
+    """Look up an order (an async agent tool called in the worker).
+
+    Args:
+        order: The order's id.
+    """
+    info = current_step()
+    assert info is not None
+    return {"order": order, "tenant": tenant, "key": info.idempotency_key}
+
+
+def refuse(order: str) -> str:
+    """Always fails."""
+    raise PermissionError(f"no access to {order}")

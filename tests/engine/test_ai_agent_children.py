@@ -250,6 +250,30 @@ async def test_a_script_tool_may_run_each_call_as_a_child_run(engine: AsyncEngin
     assert contents == {"c1": ["A1", "-", "EUR", one], "c2": ["B2", "n", "EUR", two]}
 
 
+# --- function tools with `run: in_process` ---------------------------------------------------
+
+
+async def test_a_function_tool_may_run_in_the_worker_itself(engine: AsyncEngine) -> None:
+    tools = [
+        {"name": "lookup", "function": "stepfns:lookup", "run": "in_process",
+         "inputs": {"tenant": "acme"}},
+        {"name": "refuse", "function": "stepfns:refuse", "run": "in_process"},
+    ]  # fmt: skip
+    calls = [call("lookup", "c1", order="A1"), call("refuse", "c2", order="B2")]
+    model = ScriptedModel(["", "ok"], tool_calls=[calls, []])
+    run_id, _ = await run(engine, agent_flow(tools), by_step(agent=model))
+    lookup, _ = model.requests[0].tools
+    assert lookup.parameters["properties"] == {
+        "order": {"type": "string", "description": "The order's id."}
+    }
+    results = {m.tool_call_id: m for m in tool_messages(model, 1)}
+    assert json.loads(results["c1"].content) == {
+        "order": "A1", "tenant": "acme", "key": f"{run_id}:agent:c1"
+    }  # fmt: skip
+    assert results["c2"].is_error
+    assert results["c2"].content == "PermissionError: no access to B2"
+
+
 # --- the transaction: a re-dispatch finds its child --------------------------------------
 
 
@@ -356,6 +380,8 @@ async def test_an_mcp_tool_list_naming_a_missing_tool_fails_the_step(engine: Asy
         ({"name": "t", "mcp": {"command": "x"}, "inputs": {"a": 1}}, "takes no inputs"),
         ({"name": "t", "flow": {"flow": REFUND_FLOW}, "run": "child"},
          "`run` applies to script and function tools"),
+        ({"name": "t", "script": "def main(): ...", "run": "in_process"},
+         "`run: in_process` applies to function tools"),
         ({"name": "t", "script": "def main(): ...", "run": "child", "idempotent": False},
          "`idempotent: false` does not apply"),
         ({"name": "t", "mcp": {"command": "x", "url": "http://h/mcp"}}, "exactly one of command"),
@@ -379,7 +405,7 @@ def test_specialists_may_not_use_child_run_tools() -> None:
     }
     with pytest.raises(FlowValidationError) as caught:
         Flow.from_dict({"steps": [{"id": "agent", "ai_agent": agent}]})
-    assert "specialists may use script and function tools that run in the pool" in str(caught.value)
+    assert "function tools that do not run as child runs" in str(caught.value)
 
 
 def test_flow_load_reads_a_tool_s_sub_flow_file(tmp_path: Path) -> None:

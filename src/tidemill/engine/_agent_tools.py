@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidemill.engine._agent_schema import function_source, signature_schema
+from tidemill.engine._execute import StepInfo, call_in_process
 from tidemill.engine._pool import ScriptCall, ScriptPool
 from tidemill.errors import ConfigurationError, ExpressionError
 from tidemill.flows import AgentToolSpec, compile_expression
@@ -191,12 +192,37 @@ class _PoolTool(Tool):
         return ToolReturn(f"{error['type']}: {error['message']}", is_error=True)
 
 
+class _InProcessTool(_PoolTool):
+    """A `function` tool with `run: in_process`: called in the worker, no process hop."""
+
+    async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
+        """Call the function; its exception is an error result the model sees."""
+        spec, site = self._spec, self._site
+        assert spec.function is not None
+        info = StepInfo(site.run_id, site.step_id, site.attempt, site.key(context.call_id))
+        try:
+            value = await call_in_process(
+                spec.function, {**arguments, **self._bound}, info, site.timeout
+            )
+        except Exception as exc:
+            if site.on_call is not None:
+                site.on_call(spec.name, False)
+            return ToolReturn(f"{type(exc).__name__}: {exc}", is_error=True)
+        if site.on_call is not None:
+            site.on_call(spec.name, True)
+        return value
+
+
 def pool_tool(spec: AgentToolSpec, values: Mapping[str, Any], site: ToolSite) -> Tool:
-    """The `Tool` for one tool of an agent step.
+    """The `Tool` for one `script` or `function` tool of an agent step.
+
+    It runs its calls in the worker's script pool, or with `run: in_process`
+    in the worker itself.
 
     Raises:
         ConfigurationError: See `tool_schema`.
         ExpressionError: See `bind_inputs`.
     """
     parameters, description = tool_schema(spec)
-    return _PoolTool(spec, parameters, description, bind_inputs(spec, values), site)
+    kind = _InProcessTool if spec.run == "in_process" else _PoolTool
+    return kind(spec, parameters, description, bind_inputs(spec, values), site)

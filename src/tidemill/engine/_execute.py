@@ -29,7 +29,15 @@ if TYPE_CHECKING:
     from tidemill.engine._agent_journal import Journals
     from tidemill.engine._metrics import Metrics
 
-__all__ = ["ApprovalPlan", "StepEnv", "StepInfo", "current_step", "execute", "stop_requested"]
+__all__ = [
+    "ApprovalPlan",
+    "StepEnv",
+    "StepInfo",
+    "call_in_process",
+    "current_step",
+    "execute",
+    "stop_requested",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,21 +258,37 @@ def _resolve(reference: str) -> Callable[..., Any]:
     return function
 
 
-async def _in_process(
-    reference: str, inputs: dict[str, Any], info: StepInfo, limit: float | None
-) -> Outcome:
-    """Call a `module:function` in this process (no isolation: it shares the worker)."""
+async def call_in_process(
+    reference: str, arguments: dict[str, Any], info: StepInfo, limit: float | None
+) -> Any:
+    """Call a `module:function` in this process (no isolation: it shares the worker).
+
+    The function sees `info` through `current_step()`. A coroutine function is
+    awaited; a plain one runs on the event loop when there is no `limit`
+    (the fastest way, for short functions), else in a thread.
+
+    Raises:
+        TimeoutError: It ran longer than `limit` seconds.
+        Exception: Whatever the function (or importing it) raised.
+    """
     token = _CURRENT.set(info)
     try:
         function = _resolve(reference)
         if inspect.iscoroutinefunction(function):
-            result = await asyncio.wait_for(function(**inputs), limit)
-        else:
-            result = (
-                function(**inputs)
-                if limit is None
-                else await asyncio.wait_for(asyncio.to_thread(function, **inputs), limit)
-            )
+            return await asyncio.wait_for(function(**arguments), limit)
+        if limit is None:
+            return function(**arguments)
+        return await asyncio.wait_for(asyncio.to_thread(function, **arguments), limit)
+    finally:
+        _CURRENT.reset(token)
+
+
+async def _in_process(
+    reference: str, inputs: dict[str, Any], info: StepInfo, limit: float | None
+) -> Outcome:
+    """Run an in-process script step: its function's result, or its failure."""
+    try:
+        result = await call_in_process(reference, inputs, info, limit)
     except TimeoutError:
         return Outcome(
             "failed",
@@ -279,6 +303,4 @@ async def _in_process(
                 "traceback": traceback.format_exc(),
             },
         )
-    finally:
-        _CURRENT.reset(token)
     return Outcome("succeeded", result)

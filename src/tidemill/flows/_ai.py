@@ -212,12 +212,15 @@ class AgentToolSpec(FlowModel):
     mcp: MCPTools | None = None
     """Or an MCP server, whose tools the model may call."""
 
-    run: Literal["pool", "child"] = "pool"
+    run: Literal["pool", "child", "in_process"] = "pool"
     """Where a `script` or `function` tool's calls run: `pool`, the worker's script pool
-    (fast; a call cut short by a crash runs again with the same idempotency key), or
+    (isolated; a call cut short by a crash runs again with the same idempotency key);
     `child`, a child run per call like a `flow` tool's (any worker runs it, the agent
     waits without holding a worker, and a re-dispatch finds it instead of running it
-    again; it costs a job's round trip per call)."""
+    again; it costs a job's round trip per call); or `in_process` (`function` only), in
+    the worker itself: fastest, not isolated (a crash or a hang in it is the worker's;
+    a plain function runs on the worker's event loop, so keep it short or make it async);
+    it reads its idempotency key with `tidemill.engine.current_step()`."""
 
     requires_approval: bool = False
     """Ask a person before each call; the step waits (durably) until they decide."""
@@ -399,7 +402,7 @@ def _check_team(
             if (tool.script is None and tool.function is None) or tool.run == "child":
                 raise ValueError(
                     f"{label} names the tool {name!r}; specialists may use script and "
-                    "function tools that run in the pool only"
+                    "function tools that do not run as child runs"
                 )
             if tool.requires_approval or not tool.idempotent:
                 raise ValueError(
@@ -516,6 +519,8 @@ def _check_tool(tool: AgentToolSpec) -> None:
     kind = kinds[0]
     if tool.run == "child" and kind not in ("script", "function"):
         raise ValueError(f"tool {tool.name!r}: `run` applies to script and function tools")
+    if tool.run == "in_process" and kind != "function":
+        raise ValueError(f"tool {tool.name!r}: `run: in_process` applies to function tools")
     if (kind in ("flow", "agent") or tool.run == "child") and not tool.idempotent:
         raise ValueError(
             f"tool {tool.name!r}: a {kind} tool runs as a child run whose id is derived from "
