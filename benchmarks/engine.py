@@ -18,6 +18,9 @@ Two tables, from one run, on the same PostgreSQL server:
    PostgreSQL: jobs per second from the moment the workers start until every
    job is done. Tidemill: 1,000 runs of a one-step flow, workers with
    concurrency 1 (as Procrastinate's); Procrastinate: 1,000 deferred jobs.
+   Both sides alike: the worker processes have started and connected (each
+   says "ready") before the clock starts, and the clock stops when a plain
+   query on a connection of its own, every 5 ms, finds no job to do or doing.
 
     .venv-bench/bin/python benchmarks/engine.py [--quick]
 
@@ -147,21 +150,35 @@ async def throughput(base: str, jobs: int, workers: int) -> float:
                 subprocess.Popen(  # noqa: ASYNC220 - started before the clock
                     [sys.executable, __file__, WORKER_FLAG, url],
                     stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
                     text=True,
                 )
             )
-        await asyncio.sleep(1.5)  # interpreters start, untimed
-        started = time.perf_counter()
-        for process in processes:
-            assert process.stdin is not None
-            process.stdin.write("go\n")
-            process.stdin.flush()
-        while True:
-            counts = await engine.store.transact(lambda tx: tx.counts())
-            if counts.get("succeeded", 0) >= jobs:
-                break
-            await asyncio.sleep(0.005)
-        elapsed = time.perf_counter() - started
+        for process in processes:  # interpreters start and connect, untimed (as the peer's)
+            assert process.stdout is not None
+            line = await asyncio.to_thread(process.stdout.readline)
+            engine_peers.check(line.strip() == "ready", f"a worker process said {line!r}")
+        # The clock stops when no job is left to do or doing, seen as the peer sees
+        # it: one plain query on a connection of its own every POLL_INTERVAL.
+        async with await psycopg.AsyncConnection.connect(base, autocommit=True) as watch:
+            await watch.execute(f'SET search_path TO "{schema}"')
+            started = time.perf_counter()
+            for process in processes:
+                assert process.stdin is not None
+                process.stdin.write("go\n")
+                process.stdin.flush()
+            while True:
+                left = await watch.execute(
+                    "SELECT count(*) FROM tm_jobs WHERE status IN ('queued', 'running')"
+                )
+                row = await left.fetchone()
+                if row is not None and row[0] == 0:
+                    break
+                engine_peers.check(time.perf_counter() - started < 120, "not done in 120 s")
+                await asyncio.sleep(engine_peers.POLL_INTERVAL)
+            elapsed = time.perf_counter() - started
+        counts = await engine.store.transact(lambda tx: tx.counts())
+        engine_peers.check(counts == {"succeeded": jobs}, f"job statuses {counts}")
         engine_peers.check(
             (await engine.get(run_ids[-1])).status == "succeeded", "the last run did not succeed"
         )

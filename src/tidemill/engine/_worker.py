@@ -36,7 +36,7 @@ from tidemill.engine._ids import new_id
 from tidemill.engine._models import ModelCache, ModelResolver, default_models
 from tidemill.engine._pool import ScriptPool
 from tidemill.engine._scope import Definitions
-from tidemill.errors import LeaseLost, StoreError
+from tidemill.errors import LeaseLost, RunNotFound, StoreError
 from tidemill.flows import Step
 from tidemill.store import ApprovalRow, JobRow, RunRow, Store, Tx
 
@@ -306,6 +306,8 @@ class Worker:
         else:
             action = await execute(step, context, env)
         lease_until = time.time() + self.lease
+        if isinstance(action, Outcome) and self._ends_run_alone(run, step, action):
+            return await self._end_run(job, action.result, lease_until)
         take = Take(self.id, lease_until, 1)
 
         def record(tx: Tx) -> tuple[list[tuple[JobRow, _Prepared]], bool, bool]:
@@ -354,6 +356,78 @@ class Worker:
         if ended and self.on_run_ended is not None:
             self.on_run_ended()  # after the commit, so a waiter reads the end
         return taken
+
+    def _ends_run_alone(self, run: RunRow, step: Step, outcome: Outcome) -> bool:
+        """True when recording `outcome` only ends the run: a job queue's common case.
+
+        That is a plain success (nothing printed, no model usage, no memory, no
+        `stop_after_if`) of the only step of a top-level run outside any
+        concurrency gate, whose result is the run's result. `Transition.complete`
+        would then lock the run, record the result and end the run, and
+        nothing else; `_end_run` does the same in one statement.
+        """
+        if outcome.status != "succeeded" or outcome.logs or outcome.usage or outcome.stop:
+            return False
+        if outcome.memory is not None or step.stop_after_if is not None:
+            return False
+        if run.parent_job is not None or run.concurrency_key is not None:
+            return False
+        scope = self.defs.scope(run.digest, run.scope)
+        return len(scope.steps) == 1 and scope.result is None
+
+    async def _end_run(
+        self, job: JobRow, result: Any, lease_until: float
+    ) -> list[tuple[JobRow, _Prepared]]:
+        """Record the job, end its run and claim the next job, in one statement.
+
+        On PostgreSQL that statement is its own transaction, run on the event
+        loop (`Store.write_one`): one round trip and no store-thread hop per
+        job. What the next job needs comes from caches when it can.
+        """
+        now = time.time()
+        limit = 0 if self._stopping else 1
+        if self.store.dialect == "postgres":
+            sql, params = Tx.end_run_and_claim_statement(
+                job, result, now=now, worker=self.id, limit=limit, lease_until=lease_until
+            )
+            ending = Tx.ending(await self.store.write_one(sql, params))
+        else:
+            ending = await self.store.transact(
+                lambda tx: tx.end_run_and_claim(
+                    job, result, now=now, worker=self.id, limit=limit, lease_until=lease_until
+                )
+            )
+        if ending is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        recorded, ended, claimed = ending
+        if not recorded:
+            raise LeaseLost(
+                f"Job {job.id} ({job.step_id}) is no longer held at epoch {job.epoch}.",
+                context={"job": job.id, "epoch": job.epoch},
+            )
+        if ended and self.on_run_ended is not None:
+            self.on_run_ended()
+        taken = []
+        for next_job, run, context in claimed:
+            prepare = partial(self._prepare, job=next_job, run=(run, context))
+            try:
+                try:
+                    ready = prepare(Tx.offline(self.store.dialect))
+                except StoreError:  # it needs to read the store
+                    ready = await self.store.transact(prepare)
+            except Exception:  # the claim is committed: give the job back
+                log.exception("job %s: could not prepare it; queueing it again", next_job.id)
+                await self._release(next_job)
+                continue
+            taken.append((next_job, ready))
+        return taken
+
+    async def _release(self, job: JobRow) -> None:
+        """Queue a job this worker claimed but could not start; else its lease runs out."""
+        try:
+            await self.store.transact(lambda tx: tx.release_job(job.id, job.epoch))
+        except StoreError as exc:
+            log.warning("job %s: could not queue it again (%s); its lease will expire", job.id, exc)
 
     async def _claims(self, job: JobRow, step: Step) -> int:
         """How often workers took `job` and stopped without recording anything.
