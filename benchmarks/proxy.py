@@ -12,7 +12,15 @@ load is sent three ways, in the same run, on the same mock:
 
 For each target and each concurrency (1, 50 and 200 streams at once) a load
 generator, in a process of its own, runs closed-loop workers that each make a
-few streamed requests with an `httpx.AsyncClient`, and times every stream:
+few streamed requests, and times every stream. Workers start at random
+moments spread over one stream's duration (4 s), then go on back to back (a
+warm-up stream, the timed ones, one more to keep the others company), so
+requests and tokens arrive at independent moments, as at a proxy serving 50
+users. The `50 burst` row is the other extreme: after a warm-up round, all
+50 timed requests are sent in the same instant, so each waits for the
+proxy's work on the requests ahead of it (about 0.5 ms each for Tidemill),
+and their tokens arrive in lockstep. Until 2026-11-30 every level was a
+burst, which measured that queue rather than what one stream pays.
 
     TTFB = first body bytes after sending the request
     TTLB = the body's last byte (after `data: [DONE]`)
@@ -49,6 +57,7 @@ import contextlib
 import json
 import os
 import platform
+import random
 import shutil
 import socket
 import subprocess
@@ -61,7 +70,8 @@ from pathlib import Path
 from typing import Any
 
 TOKENS = 200
-LEVELS = (1, 50, 200)
+LEVELS = ("1", "50", "200", "50b")
+"""Concurrent streams per cell; `b` marks a burst (every timed stream sent in the same instant)."""
 API_KEY = "sk-bench-5f0c2a9e7d1b4c6a8e3f9b2d7a1c4e6f"
 """The key clients send to both proxies (each requires one), and the key they send upstream."""
 MODEL = "mock"
@@ -288,7 +298,17 @@ async def generate_load(
     tokens: int,
     client: str,
     deadline: float,
+    spread: float = 0.0,
 ) -> Samples:
+    """Run `concurrency` closed-loop workers against `url` and time their streams.
+
+    With `spread` 0 (a burst) every worker makes its warm-up streams, then
+    all start their timed streams in the same instant. With `spread` > 0 each
+    worker starts after a random delay within `spread` seconds and goes on
+    back to back (warm-up, timed, then one more stream so that the others'
+    timed streams keep `concurrency` company): requests arrive at independent
+    moments, as they do at a proxy serving that many users.
+    """
     body = {
         "model": MODEL,
         "messages": [{"role": "user", "content": "Count to 200."}],
@@ -297,39 +317,67 @@ async def generate_load(
     }
     samples = Samples()
     bodies: list[bytes] = []
+    spans: list[tuple[float, float]] = []
     one = await (_raw_client if client == "raw" else _httpx_client)(url, body, concurrency)
+    rng = random.Random(concurrency)
 
-    async def worker(count: int, record: bool) -> None:
+    left = concurrency * per_worker  # timed streams not yet ended
+    all_timed = asyncio.Event()
+
+    def ended(count: int = 1) -> None:
+        nonlocal left
+        left -= count
+        if left <= 0:
+            all_timed.set()
+
+    async def worker(plan: Sequence[bool], delay: float = 0.0) -> None:
+        await asyncio.sleep(delay)
         stream = await one.open()
         try:
-            for _ in range(count):
+            for index, record in enumerate(plan):
                 try:
-                    status, started, first, ended, text = await stream()
+                    status, started, first, ended_at, text = await stream()
                 except Exception as exc:
                     samples.errors.append(f"{type(exc).__name__}: {exc}")
+                    ended(sum(plan[index:]))
                     return
                 if not record:
                     continue
+                ended()
                 if status != 200:
                     samples.errors.append(f"HTTP {status}: {text[:200]!r}")
                     continue
                 samples.ttfb.append(first - started)
-                samples.ttlb.append(ended - started)
+                samples.ttlb.append(ended_at - started)
+                spans.append((started, ended_at))
                 bodies.append(text)
         finally:
             await one.close(stream)
 
     try:
-        if warmup:
-            await asyncio.gather(*(worker(warmup, False) for _ in range(concurrency)))
         started = time.perf_counter()
-        timed = asyncio.gather(*(worker(per_worker, True) for _ in range(concurrency)))
+        if spread:
+            # Warm-up, timed, then one more stream to keep the others company.
+            plan = [False] * warmup + [True] * per_worker + [False]
+            delays = [rng.uniform(0, spread) for _ in range(concurrency)]
+            running = asyncio.gather(*(worker(plan, delay) for delay in delays))
+            deadline += spread * (warmup + 1)
+        else:
+            if warmup:
+                await asyncio.gather(*(worker([False] * warmup) for _ in range(concurrency)))
+            started = time.perf_counter()
+            running = asyncio.gather(*(worker([True] * per_worker) for _ in range(concurrency)))
         try:
-            await asyncio.wait_for(timed, deadline)
+            await asyncio.wait_for(all_timed.wait(), deadline)
         except TimeoutError:
             unfinished = concurrency * per_worker - len(bodies)
             samples.errors.append(f"{unfinished} stream(s) unfinished after {deadline:g} s")
         samples.wall = time.perf_counter() - started
+        if spread and spans:  # the window the timed streams ran in
+            samples.wall = max(end for _, end in spans) - min(start for start, _ in spans)
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
     finally:
         await one.aclose()
     samples.streams = len(bodies)
@@ -530,13 +578,18 @@ def start_litellm(spawn: Any, upstream: str, workdir: Path) -> Target:
 
 
 def run_loadgen(
-    target: Target, concurrency: int, per_worker: int, warmup: int, args: argparse.Namespace
+    target: Target,
+    concurrency: int,
+    per_worker: int,
+    warmup: int,
+    args: argparse.Namespace,
+    spread: float = 0.0,
 ) -> Samples:
     command = [
         sys.executable, __file__, "loadgen", "--url", target.url,
         "--concurrency", str(concurrency), "--per-worker", str(per_worker),
         "--warmup", str(warmup), "--tokens", str(args.tokens), "--client", args.client,
-        "--deadline", str(args.deadline),
+        "--deadline", str(args.deadline), "--spread", str(spread),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
@@ -561,12 +614,20 @@ def percentile(values: Sequence[float], q: float) -> float:
 @dataclass
 class Cell:
     target: str
-    concurrency: int
+    level: str
     samples: Samples
 
     def q(self, metric: str, pct: float) -> float:
         values: list[float] = getattr(self.samples, metric)
         return percentile(values, pct) * 1000.0
+
+
+def _order(level: str) -> tuple[int, bool]:
+    return int(level.rstrip("b")), level.endswith("b")
+
+
+def _label(level: str) -> str:
+    return level[:-1] + " burst" if level.endswith("b") else level
 
 
 def _ms(value: float) -> str:
@@ -594,10 +655,10 @@ def report(cells: list[Cell], args: argparse.Namespace, skipped: dict[str, str])
     )
     lines.append(header + "   (times in ms; + = added over direct)")
     lines.append("-" * len(header))
-    by = {(c.target, c.concurrency): c for c in cells}
-    for level in sorted({c.concurrency for c in cells}):
+    by = {(c.target, c.level): c for c in cells}
+    for level in sorted({c.level for c in cells}, key=_order):
         base = by.get(("direct", level))
-        for cell in [c for c in cells if c.concurrency == level]:
+        for cell in [c for c in cells if c.level == level]:
             s = cell.samples
             added = ["-", "-", "-"]
             if base is not None and cell.target != "direct" and s.ttlb:
@@ -608,7 +669,7 @@ def report(cells: list[Cell], args: argparse.Namespace, skipped: dict[str, str])
                 ]
             rate = s.streams / s.wall if s.wall else 0.0
             lines.append(
-                f"{level:>7} {cell.target:<9} {s.streams:>5} {_ms(cell.q('ttfb', 50)):>9} "
+                f"{_label(level):>7} {cell.target:<9} {s.streams:>5} {_ms(cell.q('ttfb', 50)):>9} "
                 f"{_ms(cell.q('ttfb', 99)):>9} {_ms(cell.q('ttlb', 50)):>9} "
                 f"{_ms(cell.q('ttlb', 99)):>9} {added[0]:>9} {added[1]:>9} {added[2]:>9} "
                 f"{rate:>9.1f} {rate * args.tokens:>8.0f} {len(s.errors):>6}"
@@ -617,14 +678,14 @@ def report(cells: list[Cell], args: argparse.Namespace, skipped: dict[str, str])
     lines += ratios(by)
     lines.append("")
     lines += targets(by)
-    errors = [(c.target, c.concurrency, e) for c in cells for e in c.samples.errors[:3]]
+    errors = [(c.target, c.level, e) for c in cells for e in c.samples.errors[:3]]
     for target, level, error in errors:
-        lines.append(f"error: {target} at {level} streams: {error}")
+        lines.append(f"error: {target} at {_label(level)} streams: {error}")
     return "\n".join(lines)
 
 
 def added(
-    by: dict[tuple[str, int], Cell], target: str, level: int, metric: str, pct: float
+    by: dict[tuple[str, str], Cell], target: str, level: str, metric: str, pct: float
 ) -> float:
     cell, base = by.get((target, level)), by.get(("direct", level))
     if cell is None or base is None or not cell.samples.ttlb:
@@ -632,9 +693,9 @@ def added(
     return cell.q(metric, pct) - base.q(metric, pct)
 
 
-def ratios(by: dict[tuple[str, int], Cell]) -> list[str]:
+def ratios(by: dict[tuple[str, str], Cell]) -> list[str]:
     lines = ["added latency, LiteLLM / Tidemill (how many times more LiteLLM adds):"]
-    for level in sorted({level for _, level in by}):
+    for level in sorted({level for _, level in by}, key=_order):
         parts = []
         for metric, pct in (("ttfb", 50), ("ttlb", 50), ("ttlb", 99)):
             ours, theirs = (
@@ -648,7 +709,7 @@ def ratios(by: dict[tuple[str, int], Cell]) -> list[str]:
                 litellm.samples.streams / litellm.samples.wall
             )
             parts.append(f"throughput tidemill/litellm {rate:.2f}x")
-        lines.append(f"  {level:>3} streams: " + ", ".join(parts))
+        lines.append(f"  {_label(level):>9} streams: " + ", ".join(parts))
     return lines
 
 
@@ -660,10 +721,10 @@ def _ratio(theirs: float, ours: float) -> str:
     return f"{theirs / ours:.1f}x"
 
 
-def targets(by: dict[tuple[str, int], Cell]) -> list[str]:
-    p50 = added(by, "tidemill", 50, "ttlb", 50)
-    p99 = added(by, "tidemill", 50, "ttlb", 99)
-    theirs = added(by, "litellm", 50, "ttlb", 50)
+def targets(by: dict[tuple[str, str], Cell]) -> list[str]:
+    p50 = added(by, "tidemill", "50", "ttlb", 50)
+    p99 = added(by, "tidemill", "50", "ttlb", 99)
+    theirs = added(by, "litellm", "50", "ttlb", 50)
     checks = [
         ("Tidemill adds <= 1 ms p50 time-to-last-byte at 50 streams", p50, p50 <= 1.0),
         ("Tidemill adds <= 3 ms p99 time-to-last-byte at 50 streams", p99, p99 <= 3.0),
@@ -696,10 +757,11 @@ def _version(name: str) -> str:
 
 
 def orchestrate(args: argparse.Namespace) -> int:
-    # Streams per worker and warm-up streams per worker, sized to keep the run near 2 minutes.
-    plan = {1: (2, 1), 50: (1, 1), 200: (1, 0)}
+    # Timed and warm-up streams per worker, sized to keep the run near 4 minutes.
+    plan = {"1": (3, 1), "50": (2, 1), "200": (1, 0), "50b": (1, 1)}
     if args.quick:
-        plan = {1: (1, 1), 50: (1, 0), 200: (1, 0)}
+        plan = {"1": (1, 1), "50": (1, 0), "200": (1, 0), "50b": (1, 0)}
+    duration = args.tokens * args.interval_ms / 1000.0
     cells: list[Cell] = []
     skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp, processes(args, Path(tmp)) as all_targets:
@@ -711,12 +773,18 @@ def orchestrate(args: argparse.Namespace) -> int:
                 live.append(target)
         for level in args.levels:
             per_worker, warmup = plan.get(level, (2, 1))
+            concurrency = int(level.rstrip("b"))
+            # Independent arrivals, spread over one stream's duration; none for a burst.
+            spread = duration if concurrency > 1 and not level.endswith("b") else 0.0
             for target in live:
-                samples = run_loadgen(target, level, per_worker, warmup, args)
-                cells.append(Cell(target.name, level, samples))
+                cell = Cell(target.name, level, Samples())
+                for _ in range(args.rounds):
+                    samples = run_loadgen(target, concurrency, per_worker, warmup, args, spread)
+                    merge(cell.samples, samples)
+                cells.append(cell)
                 print(
-                    f"  {target.name:<9} {level:>3} streams: {samples.streams} timed, "
-                    f"{len(samples.errors)} errors",
+                    f"  {target.name:<9} {_label(level):>9} streams: {cell.samples.streams} "
+                    f"timed, {len(cell.samples.errors)} errors",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -724,6 +792,15 @@ def orchestrate(args: argparse.Namespace) -> int:
     # Unfinished streams of a slow peer are a result, not a failure of the run.
     broken = [e for c in cells for e in c.samples.errors if "unfinished" not in e]
     return 1 if broken else 0
+
+
+def merge(into: Samples, more: Samples) -> None:
+    """Pool the samples of another round of the same cell."""
+    into.ttfb += more.ttfb
+    into.ttlb += more.ttlb
+    into.wall += more.wall
+    into.streams += more.streams
+    into.errors += more.errors
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -734,7 +811,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--interval-ms", type=float, default=20.0, help="ms between tokens (20: 50 tokens/s)"
     )
-    parser.add_argument("--levels", type=int, nargs="*", default=list(LEVELS))
+    parser.add_argument(
+        "--levels", nargs="*", default=list(LEVELS), help="e.g. 1 50 200 50b (b: a burst)"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="rounds per cell, pooled")
     parser.add_argument("--only", nargs="*", help="targets to measure besides direct")
     parser.add_argument("--no-litellm", action="store_true", help="do not start LiteLLM")
     parser.add_argument(
@@ -755,6 +835,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--per-worker", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=0)
+    parser.add_argument("--spread", type=float, default=0.0)
     return parser.parse_args(argv)
 
 
@@ -783,6 +864,7 @@ def main() -> int:
                 args.tokens,
                 args.client,
                 args.deadline,
+                args.spread,
             )
         )
         json.dump(samples.__dict__, sys.stdout)

@@ -113,6 +113,11 @@ class HttpClient:
         """Whether the `httpx` client is created and closed here (none was injected)."""
         return self._injected is None
 
+    @property
+    def timeout(self) -> httpx.Timeout | None:
+        """The per-request `httpx` limits given at construction; None: the client's own."""
+        return self._timeout
+
     async def aclose(self) -> None:
         """Close the owned clients; an injected one is left open. A later call opens a new one."""
         here = asyncio.get_running_loop()

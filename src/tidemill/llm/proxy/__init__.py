@@ -10,8 +10,9 @@ the answer written back in OpenAI's format, streamed or not. It needs the
 Who owns what: `_request` and `_messages` read requests; `_response` and
 `_chunks` write answers (`_wire` holds their shapes); `_errors` maps every
 failure to an HTTP status and OpenAI's error body; `_router` turns model
-names into models; `_streaming` sends a stream with keep-alives; `_app`
-wires the routes.
+names into models; `_streaming` sends a stream with keep-alives; `_relay` is
+the fast path for streams from OpenAI-format upstreams, over `_transport`'s
+lean HTTP/1.1 client; `_app` wires the routes.
 
 Example:
     >>> from tidemill.llm import ScriptedModel

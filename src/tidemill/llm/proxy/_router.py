@@ -3,7 +3,10 @@
 A name is looked up in the alias map first (an alias names a spec string or
 a ready `Model`), then read as a spec string (`anthropic:claude-sonnet-4-5`,
 `gpt-4o-mini`) by `resolve_model`. Models built here share one `httpx`
-client with a large connection pool, take their credentials from the
+client with a large connection pool (over `StreamingTransport`, which costs
+a tenth of `httpx`'s own transport per streamed chunk, unless the
+environment configures an HTTP proxy; `relay` then gives the fast path for
+OpenAI-format models), take their credentials from the
 environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...) or from
 per-provider options, and are closed by `aclose`; `Model` objects passed in
 stay the caller's. A name that cannot be served is an `UnknownModel` (404)
@@ -13,6 +16,7 @@ with the closest names the proxy knows.
 from __future__ import annotations
 
 import difflib
+import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,9 +26,12 @@ from tidemill.errors import ConfigurationError, MissingCredentialsError
 from tidemill.llm._adapter import HttpModel
 from tidemill.llm._http import DEFAULT_TIMEOUT
 from tidemill.llm._model import Model
+from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._spec import parse_model_spec, resolve_model
 from tidemill.llm.proxy._errors import ProxyError, UnknownModel
+from tidemill.llm.proxy._relay import ChatRelay
+from tidemill.llm.proxy._transport import StreamingTransport
 
 __all__ = ["ModelRouter"]
 
@@ -80,7 +87,9 @@ class ModelRouter:
         self.retry = retry or RetryPolicy(max_retries=0)
         self._client = http_client
         self._owns_client = http_client is None
+        self._transport: StreamingTransport | None = None
         self._built: dict[str, Model] = {}
+        self._relays: dict[int, ChatRelay] = {}
         self._secrets: tuple[str, ...] = ()
 
     def listed(self) -> list[str]:
@@ -123,23 +132,39 @@ class ModelRouter:
             self._secrets += model.credentials.secrets()
         return model
 
+    def relay(self, model: Model) -> ChatRelay | None:
+        """The fast streaming path for `model`, when it has one.
+
+        Only OpenAI-format models built here, on the router's own client and
+        `StreamingTransport`, have one; any other model streams through `model.stream()`.
+        """
+        return self._relays.get(id(model))
+
     async def aclose(self) -> None:
         """Close the models built here and the shared client; passed-in models stay open."""
+        self._relays = {}
         built, self._built = self._built, {}
         for model in built.values():
             await model.aclose()
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
+            self._transport = None
 
     def _build(self, name: str, target: str, provider: str) -> Model:
         options: dict[str, Any] = {"retry": self.retry, **self.provider_options.get(provider, {})}
-        if "http_client" not in options:
+        own = "http_client" not in options
+        if own:
             options["http_client"] = self._http_client()
         try:
-            return resolve_model(target, **options)
+            model = resolve_model(target, **options)
         except ConfigurationError as exc:
             raise self._refusal(name, provider, exc) from None
+        client, transport = self._client, self._transport
+        if own and isinstance(model, OpenAIChatModel) and client and transport:
+            timeout = model.http.timeout or client.timeout
+            self._relays[id(model)] = ChatRelay(model, transport, timeout)
+        return model
 
     def _refusal(self, name: str, provider: str, exc: ConfigurationError) -> ProxyError:
         """Whose problem a model that cannot be built is: the client's name, or the setup."""
@@ -166,7 +191,12 @@ class ModelRouter:
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=POOL_LIMITS)
+            if _proxied():  # only httpx's own transport goes through an HTTP proxy
+                self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=POOL_LIMITS)
+            else:
+                transport = StreamingTransport(max_idle=POOL_LIMITS.max_keepalive_connections or 0)
+                self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, transport=transport)
+                self._transport = transport
         return self._client
 
     def unknown(self, name: str, message: str, hint: str | None = None) -> UnknownModel:
@@ -185,6 +215,11 @@ class ModelRouter:
         else:
             message += " Name it as 'provider:model', e.g. 'openai:gpt-4o-mini'."
         return UnknownModel(message)
+
+
+def _proxied() -> bool:
+    """Whether the environment sets an HTTP proxy (`HTTPS_PROXY`, `ALL_PROXY`, ...)."""
+    return bool(set(urllib.request.getproxies()) & {"http", "https", "all"})
 
 
 def _bare(name: str) -> str:

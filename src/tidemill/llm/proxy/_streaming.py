@@ -1,7 +1,9 @@
-"""`EventStreamResponse`: one model stream sent as server-sent events, kept alive.
+"""`EventStreamResponse`: one streamed answer sent as server-sent events, kept alive.
 
-The response waits for the model's first event before it commits to a
-status, so a call the upstream refuses at once (a bad key, a rate limit)
+The answer arrives as frames: the bytes of zero or more events, and whether
+they end the stream (`encoded` makes them from a model stream; the relay in
+`_relay` straight from an upstream). The response waits for the first frame
+before it commits to a status, so a call the upstream refuses at once (a bad key, a rate limit)
 still gets its own HTTP status and OpenAI error body. Once the stream has
 begun, an error is sent as an `error` event and the stream ends.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 
@@ -28,7 +31,10 @@ from tidemill.llm.proxy._chunks import ChunkEncoder, error_event
 from tidemill.llm.proxy._errors import ProxyError, proxy_error
 from tidemill.types import ResponseDone
 
-__all__ = ["KEEPALIVE", "EventStreamResponse", "error_response", "log_failure"]
+__all__ = ["KEEPALIVE", "EventStreamResponse", "Frames", "encoded", "error_response", "log_failure"]
+
+Frames = AsyncGenerator[tuple[bytes, bool], None]
+"""A streamed answer as the client gets it: event bytes, and whether they end the stream."""
 
 KEEPALIVE = b": keep-alive\n\n"
 """The comment sent while the upstream is silent; SSE clients ignore comments."""
@@ -66,12 +72,29 @@ async def error_response(send: Send, error: ProxyError, secrets: Sequence[str]) 
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
+async def encoded(events: AsyncGenerator[ModelStreamEvent, None], encoder: ChunkEncoder) -> Frames:
+    """A model stream written as frames; `ResponseDone`'s closing events end them.
+
+    The model stream is closed when the frames are.
+    """
+    async with aclosing(events):
+        async for event in events:
+            if isinstance(event, ResponseDone):
+                yield encoder.finish(event), True
+                return
+            data = encoder.event(event)
+            if data:
+                yield data, False
+
+
 class EventStreamResponse:
-    """An ASGI response that streams a model's events as `chat.completion.chunk`s.
+    """An ASGI response that streams frames of `chat.completion.chunk` events.
 
     Args:
-        events: The model stream; it is closed when the response ends.
-        encoder: Writes the events as server-sent event bytes.
+        frames: The answer; closed when the response ends, after its last
+            bytes were sent.
+        preamble: Bytes sent before the first frame (or keep-alive), such as
+            the chunk with the assistant role.
         keepalive: Seconds of upstream silence before a keep-alive comment.
         secrets: Values to scrub from error messages.
         headers: Extra response headers.
@@ -79,57 +102,60 @@ class EventStreamResponse:
 
     def __init__(
         self,
-        events: AsyncGenerator[ModelStreamEvent, None],
-        encoder: ChunkEncoder,
+        frames: Frames,
         *,
+        preamble: bytes = b"",
         keepalive: float,
         secrets: Sequence[str] = (),
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        self.events = events
-        self.encoder = encoder
+        self.frames = frames
+        self.preamble = preamble
         self.keepalive = keepalive
         self.secrets = tuple(secrets)
         self.headers = _SSE_HEADERS + [
             (k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
         ]
         self._started = False
+        self._ended = False
         self._lock = asyncio.Lock()
         self._last_write = 0.0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve the stream (ASGI); a client that disconnects cancels it."""
-        self._last_write = asyncio.get_running_loop().time()
+        self._last_write = time.monotonic()
         serving = asyncio.create_task(self._serve(send))
         listening = asyncio.create_task(_disconnected(receive))
         try:
             await asyncio.wait((serving, listening), return_when=asyncio.FIRST_COMPLETED)
         finally:
             await _stop(listening)
-            await _stop(serving)
+            try:
+                if self._ended and not serving.done():
+                    # Sent in full: let the frames finish their cleanup (the relay keeps its
+                    # upstream connection by reading the end of its body) rather than cut it.
+                    await asyncio.wait((serving,))
+            finally:
+                await _stop(serving)
 
     async def _serve(self, send: Send) -> None:
         watchdog = asyncio.create_task(self._keep_alive(send))
         try:
-            final = await self._relay(send)
+            await self._relay(send)
         except Exception as exc:
             await _stop(watchdog)
             await self._fail(send, exc)
-            return
         finally:
             await _stop(watchdog)
-        await self._write(send, final, more_body=False)
 
-    async def _relay(self, send: Send) -> bytes:
-        """Send every event but the last; return the bytes that end the stream."""
-        encoder = self.encoder
-        async with aclosing(self.events) as events:
-            async for event in events:
-                if isinstance(event, ResponseDone):
-                    return encoder.finish(event)
-                data = encoder.event(event)
-                if data:
-                    await self._write(send, data)
+    async def _relay(self, send: Send) -> None:
+        """Send every frame; the last is sent before the frames are closed."""
+        async with aclosing(self.frames) as frames:
+            async for data, final in frames:
+                if final:
+                    await self._write(send, data, more_body=False)
+                    return
+                await self._write(send, data)
         raise ProxyError(
             "The upstream stream ended without its final event.",
             status=502,
@@ -139,17 +165,19 @@ class EventStreamResponse:
 
     async def _write(self, send: Send, data: bytes, *, more_body: bool = True) -> None:
         async with self._lock:
+            if self._ended:  # a keep-alive that lost the race with the last frame
+                return
             if not self._started:
                 await send({"type": "http.response.start", "status": 200, "headers": self.headers})
                 self._started = True
-                data = self.encoder.start() + data
+                data = self.preamble + data
+            self._ended = not more_body
             await send({"type": "http.response.body", "body": data, "more_body": more_body})
-            self._last_write = asyncio.get_running_loop().time()
+            self._last_write = time.monotonic()
 
     async def _keep_alive(self, send: Send) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            wait = self._last_write + self.keepalive - loop.time()
+            wait = self._last_write + self.keepalive - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
             else:

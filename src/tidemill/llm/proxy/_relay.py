@@ -1,0 +1,263 @@
+"""`ChatRelay`: the proxy's fast path for streams from OpenAI-compatible upstreams.
+
+A streamed request for an `OpenAIChatModel` the router built goes here
+instead of through `model.stream()`: the adapter's own request
+(`build_call`) is sent over the router's `StreamingTransport`, and each read
+of the upstream's body is turned into the client's frames by the adapter's
+own parser and the proxy's `ChunkEncoder`, so the client gets the same bytes
+as on the general path (the model name it asked for, the proxy's response
+id, tool calls and reasoning normalised, errors inside the stream turned
+into error events).
+
+What it leaves out, per stream: `httpx`'s client and response layers
+(cookies, URL merging, content decoding; the request asks for `identity`),
+three generator layers per chunk, and pricing (the proxy reports tokens, not
+cost). The events of one read go out in one write, and the closing events
+(finish reason, usage, `[DONE]`) are written before the connection goes back
+to the pool. Failures become the same typed errors `HttpClient` raises, and
+retries before the first byte follow the model's `RetryPolicy`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+from collections.abc import AsyncIterable
+
+import httpx
+
+from tidemill.errors import ProviderError, ProviderTimeout
+from tidemill.llm._adapter import HttpCall
+from tidemill.llm._failures import error_from_payload, error_from_response, redact
+from tidemill.llm._json import dumps, loads_object
+from tidemill.llm._model import ModelRequest
+from tidemill.llm._openai_chat import OpenAIChatModel
+from tidemill.llm._openai_stream import ChatStreamParser
+from tidemill.llm._retry import parse_retry_after
+from tidemill.llm._sse import ServerSentEvent, SSEDecoder
+from tidemill.llm.proxy._chunks import ChunkEncoder
+from tidemill.llm.proxy._streaming import Frames
+from tidemill.llm.proxy._transport import StreamingTransport, Upstream
+from tidemill.types import ResponseDone
+
+__all__ = ["ChatRelay"]
+
+_ERROR_BODY_LIMIT = 64 * 1024
+_DRAIN_SECONDS = 1.0
+"""How long a finished stream waits for the end of the upstream's body, to reuse its connection."""
+
+
+def _user_agent() -> bytes:
+    try:
+        version = importlib.metadata.version("tidemill")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
+        version = "0"
+    return f"tidemill/{version} proxy".encode()
+
+
+class ChatRelay:
+    """Streams an `OpenAIChatModel`'s answers over a `StreamingTransport`.
+
+    Args:
+        model: The model; its request builder, parser, dialect and retry policy are used.
+        transport: The router's transport.
+        timeout: The per-request limits: the model's own, else the router client's.
+    """
+
+    def __init__(
+        self, model: OpenAIChatModel, transport: StreamingTransport, timeout: httpx.Timeout
+    ) -> None:
+        self.model = model
+        self.transport = transport
+        self.timeouts = {"connect": timeout.connect, "read": timeout.read, "write": timeout.write}
+        self._secrets = model.credentials.secrets()
+        self._agent = _user_agent()
+        self._urls: dict[str, httpx.URL] = {}
+
+    def handles(self, request: ModelRequest) -> bool:
+        """Whether the relay serves `request`: not when a whole-call `timeout` is set."""
+        return "timeout" not in self.model.merged_settings(request)
+
+    async def frames(self, request: ModelRequest, encoder: ChunkEncoder) -> Frames:
+        """The streamed answer to `request`, as the client's frames.
+
+        Raises:
+            ProviderError: Or a subclass (after the dialect's translation), when
+                the upstream refuses, fails or cuts the stream.
+        """
+        upstream: Upstream | None = None
+        complete = False
+        try:
+            upstream = await self._open(self.model.build_call(request, stream=True))
+            parser = self.model.stream_parser()
+            decoder = SSEDecoder()
+            frame = b""
+            while data := await _read_some(upstream, self.model.provider):
+                frame, failure = _encode(decoder.feed(data), parser, encoder)
+                if failure is not None:
+                    if frame:  # what came before the failure goes out first, as it would alone
+                        yield frame, False
+                    raise failure
+                if parser.done:
+                    break
+                if frame:
+                    yield frame, False
+            if not parser.done:
+                frame, failure = _encode(decoder.close(), parser, encoder)
+                if failure is not None:
+                    if frame:
+                        yield frame, False
+                    raise failure
+            closing = frame + encoder.finish(ResponseDone(response=parser.finish()))
+            complete = True
+            yield closing, True
+        except ProviderError as exc:
+            translated = self.model.dialect.translate_error(exc)
+            if translated is exc:
+                raise
+            raise translated from exc
+        finally:
+            if upstream is not None and complete:  # the last frame went out: keep the connection
+                await upstream.body.drain(within=_DRAIN_SECONDS)
+            elif upstream is not None:  # failed, or the client left: close it now
+                await upstream.body.aclose()
+
+    # -- opening the stream ----------------------------------------------------------------
+
+    async def _open(self, call: HttpCall) -> Upstream:
+        """Send the request, retrying before the first byte as the model's policy says."""
+        retry = self.model.http.retry
+        attempt = 0
+        while True:
+            try:
+                return await self._attempt(call)
+            except ProviderError as error:
+                wait = retry.delay(attempt, retry_after=getattr(error, "retry_after", None))
+                if not error.retryable or attempt >= retry.max_retries or wait is None:
+                    raise
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def _attempt(self, call: HttpCall) -> Upstream:
+        url = self._urls.get(call.url)
+        if url is None:  # parsed once: a model calls one URL
+            url = self._urls[call.url] = httpx.URL(call.url)
+        headers = [
+            (b"host", url.netloc),
+            (b"content-type", b"application/json"),
+            (b"accept", b"text/event-stream"),
+            (b"accept-encoding", b"identity"),
+            (b"user-agent", self._agent),
+            *((k.encode("latin-1"), v.encode("latin-1")) for k, v in call.headers.items()),
+        ]
+        content = dumps(call.body).encode("utf-8")
+        try:
+            upstream = await self.transport.open("POST", url, headers, content, self.timeouts)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        media_type = upstream.header(b"content-type").split(b";")[0].strip().lower()
+        encoding = upstream.header(b"content-encoding").strip().lower()
+        if upstream.status < 400 and media_type != b"application/json" and not encoding:
+            return upstream
+        try:
+            body = await _read(upstream.body, _ERROR_BODY_LIMIT)
+        except httpx.HTTPError as exc:
+            raise self._unreachable(exc) from exc
+        finally:
+            await upstream.body.aclose()
+        raise self._refusal(upstream, body, encoding)
+
+    def _refusal(self, upstream: Upstream, body: bytes, encoding: bytes) -> ProviderError:
+        """The error for an answer that is not an event stream."""
+        provider, source = self.model.provider, self.model.dialect.source
+        text = body.decode("utf-8", errors="replace")
+        if upstream.status >= 400:
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in upstream.headers}
+            return error_from_response(
+                provider,
+                upstream.status,
+                headers,
+                body,
+                secrets=self._secrets,
+                retry_after=parse_retry_after(headers),
+                statuses=self.model.http.retry.statuses,
+                auth_hint=source.auth_hint,
+            )
+        payload = loads_object(body) if not encoding else None
+        if payload is not None and "error" in payload:
+            return error_from_payload(
+                provider, payload, secrets=self._secrets, body=text, auth_hint=source.auth_hint
+            )
+        what = (
+            f"a {encoding.decode('latin-1')}-encoded body"
+            if encoding
+            else "plain JSON instead of an event stream"
+        )
+        return ProviderError(
+            f"{provider} answered a streaming request with {what}.",
+            provider=provider,
+            status_code=upstream.status,
+            body=redact(text[:4000], self._secrets),
+            hint="Check that the base URL points at an API that supports streaming.",
+        )
+
+    def _unreachable(self, exc: httpx.HTTPError) -> ProviderError:
+        provider = self.model.provider
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderTimeout(
+                f"{provider} did not answer in time ({type(exc).__name__}).",
+                provider=provider,
+                retryable=True,
+                hint="Raise the model's timeout=, or try again.",
+            )
+        transient = isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError)
+        return ProviderError(
+            f"Could not reach {provider}: {type(exc).__name__}: " + redact(str(exc), self._secrets),
+            provider=provider,
+            retryable=transient,
+            hint="Check the network and the base URL." if transient else None,
+        )
+
+
+def _encode(
+    events: list[ServerSentEvent], parser: ChatStreamParser, encoder: ChunkEncoder
+) -> tuple[bytes, ProviderError | None]:
+    """The client's bytes for `events`, and the error one of them raised, if any."""
+    parts: list[bytes] = []
+    try:
+        for event in events:
+            for delta in parser.feed(event):
+                parts.append(encoder.event(delta))
+    except ProviderError as exc:
+        return b"".join(parts), exc
+    return b"".join(parts), None
+
+
+async def _read_some(upstream: Upstream, provider: str) -> bytes:
+    """The upstream's next body bytes (b"" at the end), its transport failures as typed errors."""
+    try:
+        return await upstream.body.read()
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeout(
+            f"{provider} stopped sending its stream for longer than the read timeout.",
+            provider=provider,
+            retryable=True,
+            hint="Raise the model's timeout=, or try again.",
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise ProviderError(
+            f"The {provider} stream broke off: {type(exc).__name__}.",
+            provider=provider,
+            retryable=True,
+        ) from exc
+
+
+async def _read(body: AsyncIterable[bytes], limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    async for part in body:
+        parts.append(part)
+        size += len(part)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]

@@ -1,0 +1,219 @@
+"""The fast path for OpenAI-format upstreams: the same bytes as the general path, for less."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from llm_replay import API_KEY, FAST_RETRY, ReplayServer, Reply, fixture_bytes
+from proxy_serve import sdk, serve, upstream_router
+
+from tidemill.errors import TidemillError
+from tidemill.llm import ModelRequest, ScriptedModel
+from tidemill.llm.proxy import ChunkEncoder, ModelRouter, create_app
+from tidemill.llm.proxy._relay import ChatRelay
+from tidemill.llm.proxy._streaming import Frames, encoded
+from tidemill.llm.proxy._transport import StreamingTransport
+from tidemill.types import Message
+
+HELLO = ModelRequest([Message.user("Hello")])
+STREAMS = [
+    ("openai", "openai-chat/text-stream.sse"),
+    ("openai", "openai-chat/parallel-tool-calls-stream.sse"),
+    ("openai", "openai-chat/parallel-tool-calls-two-functions-stream.sse"),
+    ("openai", "openai-chat/gateway-tool-index-1-stream.sse"),
+    ("openai", "openai-chat/multiple-choices-stream.sse"),
+    ("openai", "openai-chat/refusal-stream.sse"),
+    ("openai", "openai-chat/max-tokens-stream.sse"),
+    ("deepseek", "deepseek/reasoning-stream.sse"),
+    ("deepseek", "deepseek/reasoning-tool-call-stream.chunks.jsonl"),
+    ("groq", "groq/tool-call-stream.sse"),
+    ("groq", "groq/reasoning-text-stream.sse"),
+    ("groq", "groq/error-in-stream.sse"),
+    ("mistral", "mistral/thinking-stream.sse"),
+    ("mistral", "mistral/incremental-tool-call-stream.chunks.jsonl"),
+    ("openrouter", "openrouter/reasoning-stream.sse"),
+    ("openrouter", "openrouter/error-in-stream.sse"),
+    ("openrouter", "openrouter/tool-call-repeated-delta-stream.sse"),
+    ("openrouter", "openrouter/tool-call-null-args-stream.sse"),
+]
+
+
+def router_for(server: ReplayServer, **options: Any) -> ModelRouter:
+    providers = ("openai", "deepseek", "groq", "mistral", "openrouter")
+    base = {name: {"base_url": f"{server.url}/v1", "api_key": API_KEY} for name in providers}
+    base["anthropic"] = {"base_url": server.url, "api_key": API_KEY}
+    return ModelRouter(provider_options=base, **options)
+
+
+def encoder() -> ChunkEncoder:
+    return ChunkEncoder(
+        model="client-name", response_id="chatcmpl-1", created=7, include_usage=True
+    )
+
+
+async def collect(frames: Frames) -> tuple[bytes, str | None]:
+    """Every byte the client would get, and the error that ended the frames, if one did."""
+    sent: list[bytes] = []
+    try:
+        async for data, final in frames:
+            sent.append(data)
+            if final:
+                break
+    except TidemillError as exc:  # a ProviderError, or what a dialect turns it into
+        return b"".join(sent), f"{type(exc).__name__}: {exc.message}"
+    finally:
+        await frames.aclose()
+    return b"".join(sent), None
+
+
+@pytest.mark.parametrize(("provider", "fixture"), STREAMS, ids=[f for _, f in STREAMS])
+async def test_the_relay_sends_what_the_general_path_sends(
+    server: ReplayServer, provider: str, fixture: str
+) -> None:
+    body = fixture_bytes(fixture)
+    server.replies += [Reply(body), Reply(body)]
+    router = router_for(server)
+    model = router.resolve(f"{provider}:model-x")
+    relay = router.relay(model)
+    assert isinstance(relay, ChatRelay)
+    try:
+        fast = await collect(relay.frames(HELLO, encoder()))
+        general = await collect(encoded(model.stream(HELLO), encoder()))
+    finally:
+        await router.aclose()
+    assert fast == general
+    assert server.seen[0].body == server.seen[1].body
+    assert server.seen[0].headers["authorization"] == f"Bearer {API_KEY}"
+
+
+async def test_streams_keep_their_upstream_connection(server: ReplayServer) -> None:
+    body = fixture_bytes("openai-chat/text-stream.sse")
+    server.replies += [Reply(body), Reply(body), Reply(body)]
+    router = router_for(server)
+    relay = router.relay(router.resolve("openai:gpt-4o"))
+    assert relay is not None
+    try:
+        for _ in range(3):
+            sent, error = await collect(relay.frames(HELLO, encoder()))
+            assert error is None and sent.endswith(b"data: [DONE]\n\n")
+    finally:
+        await router.aclose()
+    assert len({seen.client_port for seen in server.seen}) == 1
+
+
+async def test_a_refusal_before_the_first_byte_is_retried_as_the_policy_says(
+    server: ReplayServer,
+) -> None:
+    busy = json.dumps({"error": {"message": "Slow down", "type": "rate_limit"}}).encode()
+    server.replies += [
+        Reply(busy, status=429, content_type="application/json"),
+        Reply(fixture_bytes("openai-chat/text-stream.sse")),
+    ]
+    router = router_for(server, retry=FAST_RETRY)
+    relay = router.relay(router.resolve("openai:gpt-4o"))
+    assert relay is not None
+    try:
+        sent, error = await collect(relay.frames(HELLO, encoder()))
+    finally:
+        await router.aclose()
+    assert error is None
+    assert b'"content":"420"' in sent
+    assert len(server.seen) == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        (
+            Reply(
+                json.dumps({"error": {"message": "No such model"}}).encode(),
+                content_type="application/json",
+            ),
+            "ProviderError: openai reported an error in the stream: No such model",
+        ),
+        (
+            Reply(b'{"choices": []}', content_type="application/json"),
+            "ProviderError: openai answered a streaming request with plain JSON",
+        ),
+        (
+            Reply(b"data: {}\n\n", headers={"content-encoding": "br"}),
+            "ProviderError: openai answered a streaming request with a br-encoded body",
+        ),
+    ],
+)
+async def test_an_answer_that_is_no_event_stream_is_an_error(
+    server: ReplayServer, reply: Reply, error: str
+) -> None:
+    server.replies.append(reply)
+    router = router_for(server)
+    relay = router.relay(router.resolve("openai:gpt-4o"))
+    assert relay is not None
+    try:
+        sent, raised = await collect(relay.frames(HELLO, encoder()))
+    finally:
+        await router.aclose()
+    assert sent == b""
+    assert raised is not None and raised.startswith(error)
+
+
+async def test_a_stream_cut_midway_keeps_what_came_and_ends_with_an_error(
+    server: ReplayServer,
+) -> None:
+    body = fixture_bytes("openai-chat/text-stream.sse")
+    server.replies.append(Reply(body, cut_after=len(body) // 2))
+    router = router_for(server)
+    relay = router.relay(router.resolve("openai:gpt-4o"))
+    assert relay is not None
+    try:
+        sent, error = await collect(relay.frames(HELLO, encoder()))
+    finally:
+        await router.aclose()
+    assert b'"content":"420"' in sent
+    assert error == "ProviderError: The openai stream broke off: RemoteProtocolError."
+
+
+async def test_only_models_on_the_routers_own_transport_take_the_relay(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = router_for(server)
+    assert isinstance(own._http_client()._transport, StreamingTransport)
+    assert own.relay(own.resolve("openai:gpt-4o")) is not None
+    assert own.relay(own.resolve("anthropic:claude-x")) is None  # another wire format
+
+    injected = router_for(server)
+    injected.provider_options["openai"]["http_client"] = httpx.AsyncClient()
+    assert injected.relay(injected.resolve("openai:gpt-4o")) is None
+
+    scripted = ScriptedModel(["Hi"])
+    assert ModelRouter(aliases={"echo": scripted}).relay(scripted) is None
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    proxied = router_for(server)
+    assert not isinstance(proxied._http_client()._transport, StreamingTransport)
+    assert proxied.relay(proxied.resolve("openai:gpt-4o")) is None
+    for router in (own, injected, proxied):
+        await router.aclose()
+    await injected.provider_options["openai"]["http_client"].aclose()
+
+
+def test_the_served_proxy_relays_openai_streams(server: ReplayServer) -> None:
+    body = fixture_bytes("openai-chat/text-stream.sse")
+    server.replies += [Reply(body), Reply(body)]
+    router = upstream_router(server)
+    with serve(create_app(router)) as url:
+        for _ in range(2):
+            stream = sdk(url).chat.completions.create(
+                model="openai:gpt-4o",
+                messages=[{"role": "user", "content": "Hello"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            chunks = list(stream)
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            assert text == "4200 + 42 equals 4242."
+            assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 10
+        assert router.relay(router.resolve("openai:gpt-4o")) is not None
+    assert server.seen[0].client_port == server.seen[1].client_port
