@@ -28,6 +28,7 @@ from tidemill.errors import ConfigurationError, ProviderError, ProviderTimeout
 from tidemill.llm._failures import error_from_payload, error_from_response, redact
 from tidemill.llm._json import JsonObject, dumps, loads_object
 from tidemill.llm._retry import RetryPolicy, parse_retry_after
+from tidemill.llm._transport import StreamingTransport, use_streaming_transport
 
 __all__ = ["DEFAULT_TIMEOUT", "HttpClient", "Sleep"]
 
@@ -229,8 +230,13 @@ class HttpClient:
             for old in [old for old in self._owned if old.is_closed()]:
                 del self._owned[old]
             # A worker may run hundreds of steps at once through one model.
-            limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-            client = httpx.AsyncClient(timeout=self._timeout or DEFAULT_TIMEOUT, limits=limits)
+            timeout = self._timeout or DEFAULT_TIMEOUT
+            if use_streaming_transport():
+                transport = StreamingTransport(max_idle=100)
+                client = httpx.AsyncClient(timeout=timeout, transport=transport)
+            else:
+                limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+                client = httpx.AsyncClient(timeout=timeout, limits=limits)
             self._owned[loop] = client
         return client
 

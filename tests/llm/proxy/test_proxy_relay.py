@@ -12,10 +12,10 @@ from proxy_serve import sdk, serve, upstream_router
 
 from tidemill.errors import TidemillError
 from tidemill.llm import ModelRequest, ScriptedModel
+from tidemill.llm._transport import StreamingTransport
 from tidemill.llm.proxy import ChunkEncoder, ModelRouter, create_app
 from tidemill.llm.proxy._relay import ChatRelay
 from tidemill.llm.proxy._streaming import Frames, encoded
-from tidemill.llm.proxy._transport import StreamingTransport
 from tidemill.types import Message
 
 HELLO = ModelRequest([Message.user("Hello")])

@@ -11,8 +11,8 @@ Who owns what: `_request` and `_messages` read requests; `_response` and
 `_chunks` write answers (`_wire` holds their shapes); `_errors` maps every
 failure to an HTTP status and OpenAI's error body; `_router` turns model
 names into models; `_streaming` sends a stream with keep-alives; `_relay` is
-the fast path for streams from OpenAI-format upstreams, over `_transport`'s
-lean HTTP/1.1 client; `_app` wires the routes.
+the fast path for streams from OpenAI-format upstreams, over the provider
+layer's lean HTTP/1.1 client (`tidemill.llm._transport`); `_app` wires the routes.
 
 Example:
     >>> from tidemill.llm import ScriptedModel

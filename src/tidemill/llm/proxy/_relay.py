@@ -35,9 +35,9 @@ from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._openai_stream import ChatStreamParser
 from tidemill.llm._retry import parse_retry_after
 from tidemill.llm._sse import ServerSentEvent, SSEDecoder
+from tidemill.llm._transport import StreamingTransport, Upstream
 from tidemill.llm.proxy._chunks import ChunkEncoder
 from tidemill.llm.proxy._streaming import Frames
-from tidemill.llm.proxy._transport import StreamingTransport, Upstream
 from tidemill.types import ResponseDone
 
 __all__ = ["ChatRelay"]

@@ -16,7 +16,6 @@ with the closest names the proxy knows.
 from __future__ import annotations
 
 import difflib
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,9 +28,9 @@ from tidemill.llm._model import Model
 from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._spec import parse_model_spec, resolve_model
+from tidemill.llm._transport import StreamingTransport, use_streaming_transport
 from tidemill.llm.proxy._errors import ProxyError, UnknownModel
 from tidemill.llm.proxy._relay import ChatRelay
-from tidemill.llm.proxy._transport import StreamingTransport
 
 __all__ = ["ModelRouter"]
 
@@ -191,7 +190,7 @@ class ModelRouter:
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            if _proxied():  # only httpx's own transport goes through an HTTP proxy
+            if not use_streaming_transport():  # an HTTP proxy, or asked for httpx's own
                 self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=POOL_LIMITS)
             else:
                 transport = StreamingTransport(max_idle=POOL_LIMITS.max_keepalive_connections or 0)
@@ -215,11 +214,6 @@ class ModelRouter:
         else:
             message += " Name it as 'provider:model', e.g. 'openai:gpt-4o-mini'."
         return UnknownModel(message)
-
-
-def _proxied() -> bool:
-    """Whether the environment sets an HTTP proxy (`HTTPS_PROXY`, `ALL_PROXY`, ...)."""
-    return bool(set(urllib.request.getproxies()) & {"http", "https", "all"})
 
 
 def _bare(name: str) -> str:

@@ -1,12 +1,18 @@
-"""`StreamingTransport`: a lean HTTP/1.1 transport under the proxy's `httpx` client.
+"""`StreamingTransport`: a lean HTTP/1.1 transport under the provider layer's `httpx` clients.
 
-Why it exists: a proxy spends its life relaying small streamed chunks, and
-`httpx`'s default transport (httpcore, h11 and anyio) costs about 100 us of
-CPU for each chunk it reads (a cancel scope, a timeout and h11's state
-machine per read), where an asyncio protocol needs under 10 us. This
-transport speaks HTTP/1.1 over asyncio protocols itself and plugs into
-`httpx.AsyncClient(transport=...)`, so everything above it (the adapters,
-`HttpClient`'s retries, deadlines and typed errors) is unchanged.
+Why it exists: model calls stream many small chunks, and `httpx`'s default
+transport (httpcore, h11 and anyio) costs about 100 us of CPU for each chunk
+it reads (a cancel scope, a timeout and h11's state machine per read), where
+an asyncio protocol needs under 10 us. Its pool also offers an idle
+connection to every waiting request at once, so under hundreds of
+concurrent calls (a worker running 200 agent steps) some requests wait
+seconds for a connection (encode/httpcore#1035); here a freed connection
+goes to one waiter. This transport speaks HTTP/1.1 over asyncio protocols
+itself and plugs into `httpx.AsyncClient(transport=...)`, so everything
+above it (the adapters, `HttpClient`'s retries, deadlines and typed errors)
+is unchanged. `HttpClient` and the proxy's router use it unless the
+environment configures an HTTP proxy, or `TIDEMILL_HTTP_TRANSPORT=httpx`
+asks for `httpx`'s own transport.
 
 What it does: a keep-alive pool per origin (idle connections are dropped
 after `keepalive_expiry` seconds, or as soon as the server closes them);
@@ -24,16 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import ssl
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
 import httpx
 
-__all__ = ["Body", "StreamingTransport", "Timeouts", "Upstream"]
+__all__ = ["Body", "StreamingTransport", "Timeouts", "Upstream", "use_streaming_transport"]
 
 _MAX_HEAD = 64 * 1024
 """The largest response head accepted."""
@@ -584,3 +592,22 @@ def _body_length(method: str, status: int, headers: list[tuple[bytes, bytes]]) -
         if lowered == b"content-length" and value.isdigit():
             length = int(value)
     return length
+
+
+def use_streaming_transport() -> bool:
+    """Whether new provider clients should use `StreamingTransport`.
+
+    Not when the environment sets an HTTP proxy (`HTTPS_PROXY`, `ALL_PROXY`,
+    ...: only `httpx`'s own transport goes through one), nor when
+    `TIDEMILL_HTTP_TRANSPORT=httpx` asks for `httpx`'s transport.
+
+    Example:
+        >>> import os
+        >>> os.environ["TIDEMILL_HTTP_TRANSPORT"] = "httpx"
+        >>> use_streaming_transport()
+        False
+        >>> del os.environ["TIDEMILL_HTTP_TRANSPORT"]
+    """
+    if os.environ.get("TIDEMILL_HTTP_TRANSPORT", "").lower() == "httpx":
+        return False
+    return not (set(urllib.request.getproxies()) & {"http", "https", "all"})
