@@ -244,6 +244,38 @@ async def test_an_owned_client_is_created_on_use_and_closed(server: ReplayServer
     await http.aclose()
 
 
+async def test_an_owned_client_uses_the_streaming_transport_and_reuses_its_connection(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tidemill.llm._transport import StreamingTransport
+
+    for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(key, raising=False)
+    server.replies += [Reply(b'{"ok": 1}', content_type="application/json")] * 2
+    http = HttpClient("openai")
+    for _ in range(2):
+        assert await http.post_json(server.url + "/v1", {}, headers={}) == {"ok": 1}
+    owned = http._owned[asyncio.get_running_loop()]
+    assert isinstance(owned._transport, StreamingTransport)
+    assert len({seen.client_port for seen in server.seen}) == 1  # one connection, kept alive
+    await http.aclose()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("TIDEMILL_HTTP_TRANSPORT", "httpx"), ("HTTPS_PROXY", "http://h:9")]
+)
+async def test_httpx_s_own_transport_when_asked_or_behind_a_proxy(
+    variable: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tidemill.llm._transport import StreamingTransport
+
+    monkeypatch.setenv(variable, value)
+    http = HttpClient("openai")
+    client = http._client()
+    assert not isinstance(client._transport, StreamingTransport)
+    await http.aclose()
+
+
 def test_a_model_closed_at_the_end_of_each_asyncio_run_works_in_the_next(
     server: ReplayServer,
 ) -> None:
