@@ -23,11 +23,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tidemill.engine._agent_tools import ToolSite, bind_inputs, tool_schema
+from tidemill.engine._agent_tools import SpecTool, ToolSite, bind_inputs, tool_schema
 from tidemill.engine._children import ChildRequest, child_run_id
 from tidemill.errors import ConfigurationError, FlowInputError, ToolSuspended
 from tidemill.flows import AgentToolSpec, Flow
-from tidemill.store import FINISHED_RUN, RunRow, Store, Tx
+from tidemill.store import FINISHED_RUN, RunRow, Tx
 from tidemill.tools import Tool, ToolContext, ToolReturn
 
 __all__ = ["agent_flow", "child_tool", "child_tool_schema", "script_flow"]
@@ -144,28 +144,8 @@ def child_tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
     return schema, description
 
 
-class _ChildTool(Tool):
+class _ChildTool(SpecTool):
     """A tool whose every call is a child run, found again by its derived id."""
-
-    def __init__(
-        self,
-        spec: AgentToolSpec,
-        parameters: dict[str, Any],
-        description: str,
-        bound: dict[str, Any],
-        site: ToolSite,
-        store: Store,
-    ) -> None:
-        super().__init__(
-            name=spec.name,
-            description=description,
-            parameters=parameters,
-            requires_approval=spec.requires_approval,
-        )
-        self._spec = spec
-        self._bound = bound
-        self._site = site
-        self._store = store
 
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """The child's result when it finished; else suspend the agent until it does."""
@@ -174,7 +154,9 @@ class _ChildTool(Tool):
         def read(tx: Tx) -> tuple[RunRow, Any] | None:
             return tx.run_and_payload(run_id, "result")
 
-        found = await self._store.transact(read)
+        store = self._site.store
+        assert store is not None  # `child_tool` checks it
+        found = await store.transact(read)
         if found is not None and found[0].status in FINISHED_RUN:
             return _result(found[0], found[1])
         if self._site.on_call is not None and found is None:
@@ -214,15 +196,15 @@ def _result(run: RunRow, value: Any) -> object:
     return ToolReturn(text, is_error=True)
 
 
-def child_tool(
-    spec: AgentToolSpec, values: Mapping[str, Any], site: ToolSite, store: Store
-) -> Tool:
-    """The `Tool` for a `flow` or `agent` tool of an agent step.
+def child_tool(spec: AgentToolSpec, values: Mapping[str, Any], site: ToolSite) -> Tool:
+    """The `Tool` for a `flow`, `agent` or `run: child` tool of an agent step.
 
     Raises:
-        ConfigurationError: See `child_tool_schema`.
+        ConfigurationError: See `child_tool_schema`; or `site` has no store.
         ExpressionError: An input binding failed (see `bind_inputs`).
     """
+    if site.store is None:
+        raise ConfigurationError(f"Tool {spec.name!r} starts child runs: its site needs a store.")
     parameters, description = child_tool_schema(spec)
     bound = bind_inputs(spec, values)
-    return _ChildTool(spec, parameters, description, bound, site, store)
+    return _ChildTool(spec, parameters, description, bound, site)

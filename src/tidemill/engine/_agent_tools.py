@@ -19,9 +19,10 @@ from tidemill.engine._execute import StepInfo, call_in_process
 from tidemill.engine._pool import ScriptCall, ScriptPool
 from tidemill.errors import ConfigurationError, ExpressionError
 from tidemill.flows import AgentToolSpec, compile_expression
+from tidemill.store import Store
 from tidemill.tools import Tool, ToolContext, ToolReturn
 
-__all__ = ["ToolSite", "bind_inputs", "pool_tool", "tool_schema"]
+__all__ = ["SpecTool", "ToolSite", "bind_inputs", "pool_tool", "tool_schema"]
 
 
 def tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
@@ -109,6 +110,7 @@ class ToolSite:
         on_call: Called with `(tool name, ok)` after each call (for metrics).
         scope: Where in a delegation the calls are made (`<call id>:<task id>`
             per level; empty for the step's own agent), part of their keys.
+        store: The store, where tools that start child runs find them.
     """
 
     run_id: str
@@ -119,6 +121,7 @@ class ToolSite:
     logs: list[tuple[str, str]] = field(default_factory=list)
     on_call: Callable[[str, bool], None] | None = None
     scope: str = ""
+    store: Store | None = None
 
     def key(self, call_id: str) -> str:
         """The idempotency key of one tool call: the same on every attempt of the call.
@@ -144,8 +147,8 @@ class ToolSite:
         }
 
 
-class _PoolTool(Tool):
-    """A tool whose calls run a script (or an importable function) in the pool."""
+class SpecTool(Tool):
+    """A tool of an agent step built from its spec: its schema, its bound arguments, its site."""
 
     def __init__(
         self,
@@ -164,6 +167,10 @@ class _PoolTool(Tool):
         self._spec = spec
         self._bound = bound
         self._site = site
+
+
+class _PoolTool(SpecTool):
+    """A tool whose calls run a script (or an importable function) in the pool."""
 
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """Run the call in the pool; a failure is an error result the model sees."""

@@ -532,13 +532,13 @@ async def _run(
     assert agent is not None
     values = _values(inputs, context)
     metrics = env.metrics
-    site = ToolSite(env.run.id, step.id, env.job.attempt, env.pool)
+    site = ToolSite(env.run.id, step.id, env.job.attempt, env.pool, store=env.store)
     if metrics is not None:
         site.on_call = metrics.tool_observer([spec.name for spec in agent.tools])
     async with contextlib.AsyncExitStack() as stack:
         try:
             system = render(agent.system, values, field="system") if agent.system else ""
-            tools = await _tools(agent, values, site, env, stack)
+            tools = await _tools(agent, values, site, stack)
             model = env.models(ModelChoice(agent.model, agent.base_url, agent.api_key, step.id))
         except MCPConnectionError as exc:  # the server may be back on a later try
             return Outcome("failed", error=_error(exc))
@@ -553,14 +553,13 @@ async def _tools(
     agent: AIAgent,
     values: Mapping[str, Any],
     site: ToolSite,
-    env: StepEnv,
     stack: contextlib.AsyncExitStack,
 ) -> list[Tool]:
     """The agent's tools, by kind; `mcp` servers stay connected until `stack` closes."""
     tools: list[Tool] = []
     for spec in agent.tools:
         if spec.flow is not None or spec.agent is not None or spec.run == "child":
-            tools.append(child_tool(spec, values, site, env.store))
+            tools.append(child_tool(spec, values, site))
         elif spec.mcp is not None:
             tools.extend(await mcp_tools(spec, stack))
         else:
