@@ -261,6 +261,21 @@ async def test_an_owned_client_uses_the_streaming_transport_and_reuses_its_conne
     await http.aclose()
 
 
+@pytest.mark.parametrize("transport", ["streaming", "httpx"])
+async def test_cookies_an_answer_sets_are_not_sent_with_later_calls(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    if transport == "httpx":
+        monkeypatch.setenv("TIDEMILL_HTTP_TRANSPORT", "httpx")
+    cookie = {"set-cookie": "session=abc; Path=/"}
+    server.replies += [Reply(b'{"ok": 1}', content_type="application/json", headers=cookie)] * 2
+    http = HttpClient("openai")
+    for _ in range(2):
+        assert await http.post_json(server.url + "/v1", {}, headers={}) == {"ok": 1}
+    await http.aclose()
+    assert [seen.headers.get("cookie") for seen in server.seen] == [None, None]
+
+
 @pytest.mark.parametrize(
     ("variable", "value"), [("TIDEMILL_HTTP_TRANSPORT", "httpx"), ("HTTPS_PROXY", "http://h:9")]
 )

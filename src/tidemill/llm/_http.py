@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import http.cookiejar
 import importlib.metadata
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,24 @@ _ERROR_BODY_LIMIT = 64 * 1024
 
 Sleep = Callable[[float], Awaitable[None]]
 """How the client waits between retries; tests pass a recorder instead of `asyncio.sleep`."""
+
+
+def no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that accepts none.
+
+    A client shared by many calls (and, in the proxy, by many callers) must
+    not send the cookies one answer set with every later request.
+
+    Example:
+        >>> cookies = httpx.Cookies(no_cookies())
+        >>> request = httpx.Request("POST", "https://api.example.com/v1/chat")
+        >>> cookies.extract_cookies(httpx.Response(200, headers={"set-cookie": "s=1"},
+        ...                                        request=request))
+        >>> len(cookies.jar)
+        0
+    """
+    policy = http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
+    return http.cookiejar.CookieJar(policy=policy)
 
 
 @functools.cache
@@ -233,10 +252,12 @@ class HttpClient:
             timeout = self._timeout or DEFAULT_TIMEOUT
             if use_streaming_transport():
                 transport = StreamingTransport(max_idle=100)
-                client = httpx.AsyncClient(timeout=timeout, transport=transport)
+                client = httpx.AsyncClient(
+                    timeout=timeout, transport=transport, cookies=no_cookies()
+                )
             else:
                 limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-                client = httpx.AsyncClient(timeout=timeout, limits=limits)
+                client = httpx.AsyncClient(timeout=timeout, limits=limits, cookies=no_cookies())
             self._owned[loop] = client
         return client
 

@@ -23,7 +23,7 @@ import httpx
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError
 from tidemill.llm._adapter import HttpModel
-from tidemill.llm._http import DEFAULT_TIMEOUT
+from tidemill.llm._http import DEFAULT_TIMEOUT, no_cookies
 from tidemill.llm._model import Model
 from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._retry import RetryPolicy
@@ -191,10 +191,14 @@ class ModelRouter:
     def _http_client(self) -> httpx.AsyncClient:
         if self._client is None:
             if not use_streaming_transport():  # an HTTP proxy, or asked for httpx's own
-                self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=POOL_LIMITS)
+                self._client = httpx.AsyncClient(
+                    timeout=DEFAULT_TIMEOUT, limits=POOL_LIMITS, cookies=no_cookies()
+                )
             else:
                 transport = StreamingTransport(max_idle=POOL_LIMITS.max_keepalive_connections or 0)
-                self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, transport=transport)
+                self._client = httpx.AsyncClient(
+                    timeout=DEFAULT_TIMEOUT, transport=transport, cookies=no_cookies()
+                )
                 self._transport = transport
         return self._client
 
