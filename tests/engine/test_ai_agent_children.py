@@ -228,6 +228,37 @@ async def test_an_agent_tool_runs_a_nested_agent_with_its_own_tools(engine: Asyn
     assert [m.content for m in transcript][-1] == "A1 shipped."
 
 
+async def test_a_nested_agent_s_approval_is_listed_under_the_run_and_resumes_both(
+    engine: AsyncEngine,
+) -> None:
+    parent = ScriptedModel(
+        ["", "The refunder says: refunded."],
+        tool_calls=[[call("refunder", "c1", message="Refund A1.")], []],
+    )
+    nested = ScriptedModel(["", "refunded"], tool_calls=[[call("refund", "n1", order="A1")], []])
+    refund = "def main(order: str):\n    return f'refunded {order}'\n"
+    refunder = {
+        "name": "refunder",
+        "agent": {"model": "fake", "tools": [
+            {"name": "refund", "script": refund, "requires_approval": True,
+             "approvers": ["dana"]}]},
+    }  # fmt: skip
+    resolve = by_step(agent=parent, refunder=nested)
+    async with engine.worker(concurrency=2, poll=0.05, pool_size=1, models=resolve):
+        run_id = await engine.submit(agent_flow([refunder]))
+        for _ in range(1000):
+            if pending := await engine.approvals(run_id):
+                break
+            await _sleep()
+        (approval,) = pending
+        assert (approval.details or {})["tool"] == "refund" and approval.approvers == ["dana"]
+        assert approval.run_id == child_run_id(f"{run_id}:agent:c1")  # the nested agent's run
+        assert (await engine.get(run_id)).status == "waiting"
+        await engine.approve(approval.id, actor="dana")
+        assert await engine.wait(run_id, timeout=60) == "The refunder says: refunded."
+    assert len(parent.requests) == 2 and len(nested.requests) == 2
+
+
 # --- script tools with `run: child` ----------------------------------------------------------
 
 
