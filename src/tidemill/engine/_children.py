@@ -78,6 +78,8 @@ def is_tool_child(scope: str) -> bool:
         >>> is_tool_child('[["agent","tool:lookup:c1"]]'), is_tool_child('[["each","body"]]')
         (True, False)
     """
+    if f'"{_TOOL}' not in scope:  # the common case, without parsing
+        return False
     path = json.loads(scope)
     return bool(path) and str(path[-1][1]).startswith(_TOOL)
 
