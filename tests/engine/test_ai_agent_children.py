@@ -374,15 +374,18 @@ async def _sleep() -> None:
 
 async def test_an_mcp_server_s_tools_are_the_agent_s(engine: AsyncEngine) -> None:
     pytest.importorskip("mcp")
-    model = ScriptedModel(["", "5"], tool_calls=[[call("calc__add", "c1", a=2, b=3)], []])
-    server = {"command": sys.executable, "args": [str(CALC), "stdio"], "tools": ["add"]}
-    _, result = await run(
+    from tidemill.engine._agent_journal import thread_id
+
+    calls = [call("calc__add", "c1", a=2, b=3), call("calc__key", "c2")]
+    model = ScriptedModel(["", "5"], tool_calls=[calls, []])
+    server = {"command": sys.executable, "args": [str(CALC), "stdio"], "tools": ["add", "key"]}
+    run_id, result = await run(
         engine, agent_flow([{"name": "calc", "mcp": server}]), by_step(agent=model)
     )
     assert result == "5"
-    assert [t.name for t in model.requests[0].tools] == ["calc__add"]
-    (message,) = tool_messages(model, 1)
-    assert message.content == "5"
+    assert [t.name for t in model.requests[0].tools] == ["calc__add", "calc__key"]
+    contents = {m.tool_call_id: m.content for m in tool_messages(model, 1)}
+    assert contents == {"c1": "5", "c2": f"{thread_id(run_id, 'agent')}/c2"}  # its key, in _meta
 
 
 async def test_an_mcp_tool_list_naming_a_missing_tool_fails_the_step(engine: AsyncEngine) -> None:

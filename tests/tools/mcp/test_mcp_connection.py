@@ -22,7 +22,7 @@ from tidemill.types import Role, ToolCall
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CONTEXT = ToolContext(thread_id="t", call_id="c", tool_name="mcp")
-NAMES = ["add", "echo", "fail", "slow", "image", "pid", "crash"]
+NAMES = ["add", "echo", "fail", "slow", "image", "pid", "key", "crash"]
 SHAPE = {"label": "tri", "points": [{"x": 1, "y": 2}, {"x": 3, "y": 4.5}]}
 
 
@@ -248,3 +248,12 @@ async def test_a_blocked_owner_loop_is_an_error_not_a_hang(
     finally:
         other.close()
     assert await call(stdio_calc, "add", a=1, b=2) == "3"
+
+
+async def test_a_call_carries_its_idempotency_key_in_meta(calc: MCPConnection) -> None:
+    from tidemill.tools.mcp import IDEMPOTENCY_META
+
+    assert IDEMPOTENCY_META == "tidemill.dev/idempotency-key"
+    assert await call(calc, "key") == CONTEXT.idempotency_key == "t/c"
+    direct = await calc.acall_tool("key", {})  # no meta given: none sent
+    assert direct.text() == ""

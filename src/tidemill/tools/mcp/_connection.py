@@ -257,22 +257,27 @@ class MCPConnection:
 
     # -- calls -------------------------------------------------------------------
 
-    async def acall_tool(self, tool: str, arguments: Mapping[str, Any]) -> MCPResult:
+    async def acall_tool(
+        self, tool: str, arguments: Mapping[str, Any], *, meta: Mapping[str, str] | None = None
+    ) -> MCPResult:
         """Call `tool` (its name on the server) and return its result, errors included.
 
         Unlike `MCPTool.acall`, a result the server marks as an error is
-        returned (`is_error`), not raised.
+        returned (`is_error`), not raised. `meta` goes with the call as its
+        `_meta` (an idempotency key, say).
 
         Raises:
             MCPToolError: When the server refuses the call, does not answer
                 within `call_timeout`, or is not connected.
         """
         if self._loop is not None and self._loop is not _running_loop():
-            return await self._forward(lambda: self.acall_tool(tool, arguments), tool=tool)
+            return await self._forward(
+                lambda: self.acall_tool(tool, arguments, meta=meta), tool=tool
+            )
         session = self._usable_session(tool)
         try:
             async with asyncio.timeout(self.server.call_timeout):
-                raw = await _sdk.call_tool(session, tool, dict(arguments))
+                raw = await _sdk.call_tool(session, tool, dict(arguments), meta)
         except TimeoutError:
             raise MCPToolError(
                 self.name,

@@ -151,10 +151,20 @@ async def list_tools_page(
 
 
 async def call_tool(
-    session: ClientSession, name: str, arguments: dict[str, Any]
+    session: ClientSession,
+    name: str,
+    arguments: dict[str, Any],
+    meta: Mapping[str, str] | None = None,
 ) -> dict[str, JsonValue]:
-    """Send `tools/call`; return the result in wire format."""
+    """Send `tools/call`, with `_meta` when the SDK can send one; the result in wire format."""
+    if meta and _takes_meta(session):
+        return wire(await session.call_tool(name, arguments, meta=cast(Any, dict(meta))))
     return wire(await session.call_tool(name, arguments))
+
+
+def _takes_meta(session: ClientSession) -> bool:
+    """Whether this SDK's `call_tool` sends a `_meta` (2.x, and late 1.x releases)."""
+    return "meta" in inspect.signature(session.call_tool).parameters
 
 
 def initialize_result(result: BaseModel) -> dict[str, JsonValue]:

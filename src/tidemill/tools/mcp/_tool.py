@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from tidemill.tools.mcp._connection import MCPConnection
 
 __all__ = [
+    "IDEMPOTENCY_META",
     "ContentBlock",
     "MCPResult",
     "MCPTool",
@@ -27,6 +28,10 @@ __all__ = [
 
 ContentBlock = Mapping[str, JsonValue]
 """One content block of a tool result, as MCP sends it (`{"type": "text", "text": ...}`)."""
+
+IDEMPOTENCY_META = "tidemill.dev/idempotency-key"
+"""The `_meta` key of a tool call that carries its idempotency key (the same on every
+attempt of the call), for servers that make side effects exactly-once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,13 +183,14 @@ class MCPTool(Tool):
         return self.connection.name
 
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> MCPResult:
-        """Call the tool on its server.
+        """Call the tool on its server, its idempotency key in `_meta` (`IDEMPOTENCY_META`).
 
         Raises:
             MCPToolError: When the server reports an error, refuses the call,
                 does not answer within `call_timeout`, or is disconnected.
         """
-        result = await self.connection.acall_tool(self.remote_name, arguments)
+        meta = {IDEMPOTENCY_META: context.idempotency_key}
+        result = await self.connection.acall_tool(self.remote_name, arguments, meta=meta)
         if result.is_error:
             raise MCPToolError(self.server, self.remote_name, result.text())
         return result

@@ -15,11 +15,11 @@ import sys
 from pydantic import BaseModel
 
 try:  # SDK 2.x
-    from mcp.server.mcpserver import Image
+    from mcp.server.mcpserver import Context, Image
     from mcp.server.mcpserver import MCPServer as Server
 except ImportError:  # SDK 1.x
+    from mcp.server.fastmcp import Context, Image
     from mcp.server.fastmcp import FastMCP as Server
-    from mcp.server.fastmcp import Image
 
 # The 8-byte PNG signature and a little more: enough to be an image by its type.
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(60)
@@ -72,6 +72,14 @@ def image() -> Image:
 def pid() -> int:
     """Return the server's process id."""
     return os.getpid()
+
+
+@server.tool()
+def key(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Return the idempotency key the call carried in its _meta ("" without one)."""
+    meta = ctx.request_context.meta
+    data = meta if isinstance(meta, dict) else (meta.model_dump() if meta is not None else {})
+    return str(data.get("tidemill.dev/idempotency-key", ""))
 
 
 @server.tool()
