@@ -189,9 +189,10 @@ def _extend_parser(
         "extend",
         help="extend an agent's budget, or stop it",
         description="Decide a budget request: an agent step used up a bound (max_requests, "
-        "max_tool_calls, a token bound) with on_exceeded: ask. --to N raises the bound to N "
-        "(larger than its limit) and the agent goes on from its journal; --stop fails the "
-        "step with LimitExceeded.",
+        "max_tool_calls, a token bound, or max_duration, in seconds) with on_exceeded: ask. "
+        "--to N raises the bound to N (larger than its limit; for max_duration, than the "
+        "time already used) and the agent goes on from its journal; --stop fails the step "
+        "with LimitExceeded.",
     )
     sub.add_argument("approval_id", metavar="ID")
     decision = sub.add_mutually_exclusive_group(required=True)
