@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_runs import finish_on_worker
 
 from tidemill.agents.journal import ApprovalDecided
 from tidemill.cli import main as cli_main
@@ -557,15 +558,7 @@ def test_the_cli_lists_and_decides_tool_calls(
                      "--edit-args", '{"order_id": "A1", "amount": 3}'])  # fmt: skip
     assert code == 0 and "approved by alice" in capsys.readouterr().out
 
-    async def finish() -> Any:
-        engine = AsyncEngine(store_url)
-        try:
-            async with engine.worker(poll=0.1, pool_size=1, models=models(model)):
-                return await engine.wait(run_id, timeout=60)
-        finally:
-            await engine.close()
-
-    assert asyncio.run(finish()) == "Refunded."
+    assert finish_on_worker(store_url, model, run_id) == "Refunded."
     assert tool_messages(model.requests[1])[0].content == "refunded 3 on A1"
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from agent_runs import finish_on_worker
 
 from tidemill.cli import main as cli_main
 from tidemill.engine import AsyncEngine
@@ -151,13 +152,5 @@ def test_the_cli_answers_a_question(store_url: str, capsys: pytest.CaptureFixtur
                      "--db", store_url])  # fmt: skip
     assert code == 0 and "answered by alice" in capsys.readouterr().out
 
-    async def finish() -> Any:
-        engine = AsyncEngine(store_url)
-        try:
-            async with engine.worker(poll=0.1, pool_size=1, models=models(model)):
-                return await engine.wait(run_id, timeout=60)
-        finally:
-            await engine.close()
-
-    assert asyncio.run(finish()) == "Shipping to it."
+    assert finish_on_worker(store_url, model, run_id) == "Shipping to it."
     assert tool_results(model)[1] == ["Berlin"]

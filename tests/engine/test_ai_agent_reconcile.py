@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_runs import finish_on_worker
 
 from tidemill.agents.journal import ModelTurn, ToolFinished, ToolStarted, UserInput
 from tidemill.cli import main as cli_main
@@ -310,13 +311,5 @@ def test_the_cli_lists_and_answers_reconciliations(
                      "--as", "alice", "--db", store_url])  # fmt: skip
     assert code == 0 and "took effect by alice" in capsys.readouterr().out
 
-    async def finish() -> Any:
-        engine = AsyncEngine(store_url)
-        try:
-            async with engine.worker(poll=0.1, pool_size=1, models=models(model)):
-                return await engine.wait(run_id, timeout=60)
-        finally:
-            await engine.close()
-
-    assert asyncio.run(finish()) == "Done."
+    assert finish_on_worker(store_url, model, run_id) == "Done."
     assert tool_results(model) == [["sent"]] and len(lines(effects)) == 1

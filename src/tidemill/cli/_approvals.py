@@ -107,12 +107,7 @@ def register(
             name, help=f"{verb.lower()} an approval", description=f"{verb}: {effect}."
         )
         sub.add_argument("approval_id", metavar="ID")
-        sub.add_argument(
-            "--as",
-            dest="actor",
-            metavar="NAME",
-            help="who decides (must be one of the approvers when the step names them)",
-        )
+        _add_actor(sub, "who decides (must be one of the approvers when the step names them)")
         sub.add_argument("--comment", metavar="TEXT", help="why; kept with the decision")
         if name == "approve":
             sub.add_argument(
@@ -129,6 +124,11 @@ def register(
     for sub in subs:
         add_db_option(sub)
     return run
+
+
+def _add_actor(sub: argparse.ArgumentParser, help: str) -> None:
+    """The `--as NAME` option: who decides or answers."""
+    sub.add_argument("--as", dest="actor", metavar="NAME", help=help)
 
 
 def _reconcile_parser(
@@ -153,12 +153,7 @@ def _reconcile_parser(
         help="the call did not take effect: run it again with the same idempotency key",
     )  # fmt: skip
     sub.add_argument("--result", metavar="TEXT", help="the call's result, when it happened")
-    sub.add_argument(
-        "--as",
-        dest="actor",
-        metavar="NAME",
-        help="who answers (must be one of the tool's approvers when it names them)",
-    )
+    _add_actor(sub, "who answers (must be one of the tool's approvers when it names them)")
     return sub
 
 
@@ -173,12 +168,7 @@ def _answer_parser(
     )
     sub.add_argument("approval_id", metavar="ID")
     sub.add_argument("--text", required=True, metavar="TEXT", help="the answer")
-    sub.add_argument(
-        "--as",
-        dest="actor",
-        metavar="NAME",
-        help="who answers (must be one of the questions' approvers when the step names them)",
-    )
+    _add_actor(sub, "who answers (one of the questions' approvers, when the step names them)")
     return sub
 
 
@@ -203,12 +193,7 @@ def _extend_parser(
     decision.add_argument(
         "--stop", action="store_true", help="do not extend: the step fails with LimitExceeded"
     )
-    sub.add_argument(
-        "--as",
-        dest="actor",
-        metavar="NAME",
-        help="who decides (must be one of the approvers when the request names them)",
-    )
+    _add_actor(sub, "who decides (must be one of the approvers when the request names them)")
     return sub
 
 

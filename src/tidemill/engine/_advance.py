@@ -750,26 +750,13 @@ class Transition:
                 arguments are refused (`arguments`).
         """
         approval = self._approval(approval_id)
-        if approval.kind == "budget":
+        other = _DECIDED_OTHERWISE.get(approval.kind)
+        if other is not None:
+            what, hint = other
             raise ApprovalDecisionError(
-                f"Approval {approval_id} asks for more of an agent's budget; it is "
-                "extended or stopped, not approved or rejected.",
+                f"Approval {approval_id} {what}, not approved or rejected.",
                 reason="kind",
-                hint=f"tidemill approvals extend {approval_id} --to N (or --stop)",
-            )
-        if approval.kind == "question":
-            raise ApprovalDecisionError(
-                f"Approval {approval_id} is an agent's question to a person; it is "
-                "answered, not approved or rejected.",
-                reason="kind",
-                hint=f"tidemill approvals answer {approval_id} --text TEXT",
-            )
-        if approval.kind == "reconcile":
-            raise ApprovalDecisionError(
-                f"Approval {approval_id} asks whether a tool call took effect; it is "
-                "answered, not approved or rejected.",
-                reason="kind",
-                hint=f"tidemill approvals reconcile {approval_id} --happened (or --not-happened)",
+                hint=hint.format(id=approval_id),
             )
         self._check_pending(approval, actor)
         status = "approved" if approve else "rejected"
@@ -1063,6 +1050,22 @@ class Transition:
         flow = load_definition(self.tx, self.defs, run.digest)
         return None if flow.concurrency is None else flow.concurrency.limit
 
+
+_DECIDED_OTHERWISE = {
+    "budget": (
+        "asks for more of an agent's budget; it is extended or stopped",
+        "tidemill approvals extend {id} --to N (or --stop)",
+    ),
+    "question": (
+        "is an agent's question to a person; it is answered",
+        "tidemill approvals answer {id} --text TEXT",
+    ),
+    "reconcile": (
+        "asks whether a tool call took effect; it is answered",
+        "tidemill approvals reconcile {id} --happened (or --not-happened)",
+    ),
+}
+"""Approval kinds that are not approved or rejected: what they are, and the command instead."""
 
 _WHAT = {
     "tool_call": "a tool call's approval",

@@ -14,7 +14,7 @@ step reads it back as the agent library's `Decision`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jsonschema.validators import validator_for
@@ -33,6 +33,7 @@ __all__ = [
     "check_decision",
     "decisions_for",
     "expired_decision",
+    "matching_state",
 ]
 
 EXPIRED_FEEDBACK = "expired: nobody decided on this call within its approval timeout."
@@ -84,6 +85,44 @@ def _journal_state(tx: Tx, thread: str) -> ThreadState:
     return state
 
 
+def matching_state(
+    tx: Tx,
+    approval: ApprovalRow,
+    *,
+    holds: Callable[[ThreadState, str], bool],
+    expected: str,
+) -> ThreadState:
+    """The agent's journal state, if it still stands where `approval`'s pause left it.
+
+    It must be the step's session, at the expected journal entry and turn,
+    and `holds(state, request_id)` must be true (the call still pending,
+    still unfinished, ...; `expected` says which, for the error).
+
+    Raises:
+        ApprovalDecisionError: `mismatch`, saying where the journal is now.
+    """
+    details = approval.details or {}
+    session = details.get("session")
+    thread = thread_id(approval.run_id, approval.step_id)
+    state = _journal_state(tx, thread) if session == thread else None
+    request = str(details.get("request_id"))
+    if (
+        state is None
+        or state.seq != details.get("expected_seq")
+        or state.iterations != details.get("turn")
+        or not holds(state, request)
+    ):
+        where = "missing" if state is None else f"at entry {state.seq}"
+        raise ApprovalDecisionError(
+            f"Approval {approval.id} no longer matches its agent: it expects session "
+            f"{session!r}, turn {details.get('turn')}, request {request!r} {expected} at "
+            f"journal entry {details.get('expected_seq')}; the journal is {where}.",
+            reason="mismatch",
+            hint="The agent moved on; list the pending approvals again.",
+        )
+    return state
+
+
 def check_decision(
     tx: Tx,
     approval: ApprovalRow,
@@ -104,24 +143,9 @@ def check_decision(
             arguments are given with a rejection or fail the tool's schema.
     """
     details = approval.details or {}
-    session = details.get("session")
-    expected = thread_id(approval.run_id, approval.step_id)
-    state = _journal_state(tx, expected) if session == expected else None
-    request = details.get("request_id")
-    if (
-        state is None
-        or state.seq != details.get("expected_seq")
-        or state.iterations != details.get("turn")
-        or request not in state.pending
-    ):
-        where = "missing" if state is None else f"at entry {state.seq}"
-        raise ApprovalDecisionError(
-            f"Approval {approval.id} no longer matches its agent: it expects session "
-            f"{session!r}, turn {details.get('turn')}, request {request!r} pending at journal "
-            f"entry {details.get('expected_seq')}; the journal is {where}.",
-            reason="mismatch",
-            hint="The agent moved on; list the pending approvals again.",
-        )
+    matching_state(
+        tx, approval, holds=lambda state, call: call in state.pending, expected="pending"
+    )
     if edited_arguments is not None:
         if not approve:
             raise ApprovalDecisionError(

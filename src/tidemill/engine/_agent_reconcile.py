@@ -19,13 +19,11 @@ did not happen runs again, once, with the same idempotency key.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tidemill.agents.checkpoint import decode_event
 from tidemill.agents.journal import ThreadState, ToolFinished
-from tidemill.engine._agent_journal import thread_id
+from tidemill.engine._agent_approvals import call_message, matching_state
 from tidemill.errors import ApprovalDecisionError
 from tidemill.flows import AIAgent
 from tidemill.store import ApprovalRow, Tx
@@ -97,14 +95,7 @@ def reconcile_message(call: ToolCall) -> str:
         >>> reconcile_message(ToolCall(name="pay", arguments={"n": 1}))
         'Did this call take effect? pay {"n": 1}'
     """
-    return f"{QUESTION} {call.name} {json.dumps(call.arguments, ensure_ascii=False)}"
-
-
-def _journal_state(tx: Tx, thread: str) -> ThreadState:
-    state = ThreadState(thread)
-    for seq, payload in tx.journal(thread):
-        state.apply(seq, decode_event(payload, thread_id=thread, seq=seq))
-    return state
+    return f"{QUESTION} {call_message(call)}"
 
 
 def check_reconcile(
@@ -120,26 +111,12 @@ def check_reconcile(
             finished, the turn differs); `result` when a result is given for
             a call that did not happen.
     """
-    details = approval.details or {}
-    session = details.get("session")
-    expected = thread_id(approval.run_id, approval.step_id)
-    state = _journal_state(tx, expected) if session == expected else None
-    request = details.get("request_id")
-    if (
-        state is None
-        or state.seq != details.get("expected_seq")
-        or state.iterations != details.get("turn")
-        or request not in state.open_calls
-        or state.attempts.get(request) != details.get("attempt")
-    ):
-        where = "missing" if state is None else f"at entry {state.seq}"
-        raise ApprovalDecisionError(
-            f"Approval {approval.id} no longer matches its agent: it expects session "
-            f"{session!r}, turn {details.get('turn')}, request {request!r} unfinished at "
-            f"journal entry {details.get('expected_seq')}; the journal is {where}.",
-            reason="mismatch",
-            hint="The agent moved on; list the pending approvals again.",
-        )
+    attempt = (approval.details or {}).get("attempt")
+
+    def unfinished(state: ThreadState, call: str) -> bool:  # the attempt the question was about
+        return call in state.open_calls and state.attempts.get(call) == attempt
+
+    matching_state(tx, approval, holds=unfinished, expected="unfinished")
     if result is not None and not happened:
         raise ApprovalDecisionError(
             "A result applies to a call that happened; one that did not happen runs again.",

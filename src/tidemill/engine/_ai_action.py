@@ -37,9 +37,18 @@ from tidemill.types import Message, ModelResponse
 
 if TYPE_CHECKING:
     from tidemill.engine._execute import StepEnv
-    from tidemill.flows import AIAction, Step
+    from tidemill.flows import AIAction, AIAgent, Step
 
-__all__ = ["PlaceholderError", "provider_retryable", "render", "run_ai_action", "usage_record"]
+__all__ = [
+    "PlaceholderError",
+    "provider_retryable",
+    "render",
+    "run_ai_action",
+    "step_error",
+    "step_settings",
+    "step_values",
+    "usage_record",
+]
 
 _RAW_LIMIT = 500
 """How much of the model's last answer a validation failure quotes."""
@@ -157,29 +166,46 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {message}"
 
 
-def _error(error: BaseException) -> dict[str, Any]:
-    described: dict[str, Any] = {"type": type(error).__name__}
-    if isinstance(error, TidemillError):
-        described["message"] = error.message
-        if error.hint:
-            described["hint"] = error.hint
-    else:
-        described["message"] = str(error)
+def step_error(error: BaseException, **extra: Any) -> dict[str, Any]:
+    """An AI step's error as recorded: its type, message, hint, and `extra` facts.
+
+    Example:
+        >>> step_error(ValueError("bad"), limit="max_requests")
+        {'type': 'ValueError', 'message': 'bad', 'limit': 'max_requests'}
+    """
+    message = error.message if isinstance(error, TidemillError) else str(error)
+    described: dict[str, Any] = {"type": type(error).__name__, "message": message}
+    if isinstance(error, TidemillError) and error.hint:
+        described["hint"] = error.hint
+    described.update(extra)
     return described
 
 
-def _values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+def step_values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    """What an AI step's templates and bindings see: the run's values, then its inputs.
+
+    Example:
+        >>> step_values({"ticket": "T"}, {"flow_input": {"a": 1}, "results": {}, "other": 2})
+        {'flow_input': {'a': 1}, 'results': {}, 'ticket': 'T'}
+    """
     values = {name: context[name] for name in _CONTEXT_NAMES if name in context}
     values.update(inputs)
     return values
 
 
-def _settings(action: AIAction) -> ModelSettings:
+def step_settings(step: AIAction | AIAgent) -> ModelSettings:
+    """The model settings an AI step sets (`temperature`, `max_tokens`).
+
+    Example:
+        >>> from tidemill.flows import AIAction
+        >>> step_settings(AIAction(model="fake", prompt="Hi", temperature=0.2))
+        {'temperature': 0.2}
+    """
     settings = ModelSettings()
-    if action.temperature is not None:
-        settings["temperature"] = action.temperature
-    if action.max_tokens is not None:
-        settings["max_tokens"] = action.max_tokens
+    if step.temperature is not None:
+        settings["temperature"] = step.temperature
+    if step.max_tokens is not None:
+        settings["max_tokens"] = step.max_tokens
     return settings
 
 
@@ -207,18 +233,18 @@ async def _run(
 ) -> Outcome:
     action = step.ai_action
     assert action is not None
-    values = _values(inputs, context)
+    values = step_values(inputs, context)
     try:
         system = render(action.system, values, field="system")
         prompt = render(action.prompt, values, field="prompt")
     except PlaceholderError as exc:
-        return Outcome("failed", error=_error(exc), retryable=False)
+        return Outcome("failed", error=step_error(exc), retryable=False)
     try:
         model = env.models(ModelChoice(action.model, action.base_url, action.api_key, step.id))
     except ConfigurationError as exc:
-        return Outcome("failed", error=_error(exc), retryable=False)
+        return Outcome("failed", error=step_error(exc), retryable=False)
     except Exception as exc:
-        return Outcome("failed", error=_error(exc))
+        return Outcome("failed", error=step_error(exc))
 
     spec = None
     if action.output_schema is not None:
@@ -226,7 +252,7 @@ async def _run(
         system = f"{system}\n\n{spec.instructions}" if system else spec.instructions
     messages = [Message.system(system)] if system else []
     messages.append(Message.user(prompt))
-    settings = _settings(action)
+    settings = step_settings(action)
     deadline = None if step.timeout is None else time.monotonic() + step.timeout
     usage: list[dict[str, Any]] = []
     calls = 1 + (spec.retries if spec is not None else 0)
@@ -254,13 +280,16 @@ async def _run(
         except ProviderError as exc:
             usage.append(usage_record(model, action.metadata, _since(started), error=exc))
             return Outcome(
-                "failed", error=_error(exc), retryable=provider_retryable(exc), usage=tuple(usage)
+                "failed",
+                error=step_error(exc),
+                retryable=provider_retryable(exc),
+                usage=tuple(usage),
             )
         except Exception as exc:
             usage.append(usage_record(model, action.metadata, _since(started), error=exc))
             return Outcome(
                 "failed",
-                error=_error(exc),
+                error=step_error(exc),
                 retryable=not isinstance(exc, TidemillError),
                 usage=tuple(usage),
             )

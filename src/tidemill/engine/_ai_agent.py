@@ -70,7 +70,13 @@ from tidemill.engine._agent_reconcile import (
 )
 from tidemill.engine._agent_tools import ToolSite, pool_tool
 from tidemill.engine._agent_usage import MeteredModel
-from tidemill.engine._ai_action import provider_retryable, render
+from tidemill.engine._ai_action import (
+    provider_retryable,
+    render,
+    step_error,
+    step_settings,
+    step_values,
+)
 from tidemill.engine._children import ChildRequest, ChildWait
 from tidemill.engine._models import ModelChoice
 from tidemill.errors import (
@@ -117,7 +123,6 @@ _ENDED = {
 }
 """Why a journaled run failed (other than a limit), as an error type."""
 
-_CONTEXT_NAMES = ("flow_input", "results", "previous_result", "iter")
 _BUSY_ATTEMPTS = 3
 """Times the step re-reads a journal another (presumed dead) worker wrote to meanwhile."""
 
@@ -130,15 +135,6 @@ def transcript_json(messages: Sequence[Message]) -> list[dict[str, Any]]:
         [{'role': 'user', 'content': 'Hi'}]
     """
     return [message.model_dump(mode="json", exclude_defaults=True) for message in messages]
-
-
-def _error(exc: BaseException, **extra: Any) -> dict[str, Any]:
-    message = exc.message if isinstance(exc, TidemillError) else str(exc)
-    error: dict[str, Any] = {"type": type(exc).__name__, "message": message}
-    if isinstance(exc, TidemillError) and exc.hint:
-        error["hint"] = exc.hint
-    error.update(extra)
-    return error
 
 
 def _limit_value(agent: AIAgent, name: str) -> float | int | None:
@@ -222,7 +218,7 @@ class _AgentStep:
         if response is not None:
             extra["agent_run"] = response.metadata.get("run_id")
             extra["transcript"] = transcript_json(response.messages)
-        return self.failed(_error(exc, **extra), retryable=False)
+        return self.failed(step_error(exc, **extra), retryable=False)
 
     def pause(self, journal: Journal) -> AgentPause:
         return pause_for(
@@ -239,7 +235,7 @@ class _AgentStep:
             exc.reason for _call, exc in suspended.suspended if isinstance(exc.reason, ChildRequest)
         )
         if len(requests) != len(suspended.suspended):  # only child tools suspend here
-            return self.failed(_error(suspended), retryable=False)
+            return self.failed(step_error(suspended), retryable=False)
         return ChildWait(requests, usage=tuple(self.metered.records), logs=tuple(self.site.logs))
 
     def replay(self, journal: Journal) -> Outcome:
@@ -324,7 +320,7 @@ class _AgentStep:
                 return await self._bounded(checkpointer, call, started)
             except ThreadBusy as exc:
                 if attempt + 1 == _BUSY_ATTEMPTS:
-                    return self.failed(_error(exc), retryable=True)
+                    return self.failed(step_error(exc), retryable=True)
                 await asyncio.sleep(0.2 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -422,7 +418,7 @@ class _AgentStep:
             return self.ended(exc, getattr(exc, "response", None))
         except TimeoutError as exc:
             if not timeout.expired():
-                return self.failed(_error(exc), retryable=True)
+                return self.failed(step_error(exc), retryable=True)
             if deadline is not None and time.time() >= deadline - 0.001:
                 return await self._out_of_time(checkpointer, limit)
             return self.failed(
@@ -432,13 +428,13 @@ class _AgentStep:
         except ThreadBusy:
             raise
         except ProviderError as exc:
-            return self.failed(_error(exc), retryable=provider_retryable(exc))
+            return self.failed(step_error(exc), retryable=provider_retryable(exc))
         except SerializationError as exc:  # the journal's database failed
-            return self.failed(_error(exc), retryable=True)
+            return self.failed(step_error(exc), retryable=True)
         except TidemillError as exc:
-            return self.failed(_error(exc), retryable=False)
+            return self.failed(step_error(exc), retryable=False)
         except Exception as exc:
-            return self.failed(_error(exc), retryable=True)
+            return self.failed(step_error(exc), retryable=True)
         return self.succeeded(response.output)
 
     async def _out_of_time(
@@ -469,21 +465,6 @@ def _step_approvals(tx: Tx, *, env: StepEnv, step_id: str) -> list[ApprovalRow]:
     """Every approval the step asked for in this run, whatever the job (a retry is another)."""
     rows = tx.approvals(status=None, root_id=env.run.root_id)
     return [row for row in rows if row.run_id == env.run.id and row.step_id == step_id]
-
-
-def _values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
-    values = {name: context[name] for name in _CONTEXT_NAMES if name in context}
-    values.update(inputs)
-    return values
-
-
-def _settings(agent: AIAgent) -> ModelSettings:
-    settings = ModelSettings()
-    if agent.temperature is not None:
-        settings["temperature"] = agent.temperature
-    if agent.max_tokens is not None:
-        settings["max_tokens"] = agent.max_tokens
-    return settings
 
 
 def _limits(agent: AIAgent) -> UsageLimits:
@@ -530,7 +511,7 @@ async def _run(
 ) -> Outcome | AgentPause | ChildWait:
     agent = step.ai_agent
     assert agent is not None
-    values = _values(inputs, context)
+    values = step_values(inputs, context)
     metrics = env.metrics
     site = ToolSite(env.run.id, step.id, env.job.attempt, env.pool, store=env.store)
     if metrics is not None:
@@ -541,11 +522,11 @@ async def _run(
             tools = await _tools(agent, values, site, stack)
             model = env.models(ModelChoice(agent.model, agent.base_url, agent.api_key, step.id))
         except MCPConnectionError as exc:  # the server may be back on a later try
-            return Outcome("failed", error=_error(exc))
+            return Outcome("failed", error=step_error(exc))
         except (TidemillError, ExpressionError) as exc:
-            return Outcome("failed", error=_error(exc), retryable=False)
+            return Outcome("failed", error=step_error(exc), retryable=False)
         except Exception as exc:
-            return Outcome("failed", error=_error(exc))
+            return Outcome("failed", error=step_error(exc))
         return await _drive(step, agent, inputs, values, env, site, system, tools, model)
 
 
@@ -591,7 +572,7 @@ async def _drive(
                 step_delegate(
                     agent, step.id, checkpointer, models=env.models, metered=metered,
                     tools=lambda spec, scope: pool_tool(spec, values, replace(site, scope=scope)),
-                    settings=_settings(agent),
+                    settings=step_settings(agent),
                 )
             )  # fmt: skip
         thread = thread_id(env.run.id, step.id)
@@ -615,14 +596,15 @@ async def _drive(
                 delegation=ONE_PER_TURN,
             )
         except TidemillError as exc:
-            return Outcome("failed", error=_error(exc), retryable=False)
+            return Outcome("failed", error=step_error(exc), retryable=False)
         run = _AgentStep(
             step, agent, env, inputs, thread, runtime, metered, site,
-            {tool.name: dict(tool.parameters) for tool in tools}, _settings(agent), max_duration,
+            {tool.name: dict(tool.parameters) for tool in tools}, step_settings(agent),
+            max_duration,
         )  # fmt: skip
         try:
             return await run.drive(checkpointer)
         except Exception as exc:
-            return run.failed(_error(exc), retryable=True)
+            return run.failed(step_error(exc), retryable=True)
         finally:
             runtime.close()
