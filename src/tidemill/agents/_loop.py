@@ -145,7 +145,7 @@ class AgentLoop:
             finally:
                 run.record_usage(state.usage)
 
-    async def _steps(
+    async def _steps(  # noqa: C901 - the loop itself: run open calls, or ask the model
         self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings, streaming: bool
     ) -> AsyncGenerator[StreamEvent, None]:
         state = writer.state
@@ -163,8 +163,13 @@ class AgentLoop:
                         thread_id=writer.thread_id, calls=tuple(state.pending.values())
                     )
                     return
-                async for event in self.runner.act(writer, runnable, started, streaming=streaming):
-                    yield event
+                if len(runnable) == 1 and not streaming:  # no events to pass on
+                    await self.runner.run_one(writer, runnable[0], started)
+                else:
+                    async for event in self.runner.act(
+                        writer, runnable, started, streaming=streaming
+                    ):
+                        yield event
                 continue  # decisions may have arrived meanwhile
             await self._check_bounds(writer, bounds)
 

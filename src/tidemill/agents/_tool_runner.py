@@ -132,13 +132,7 @@ class ToolRunner:
                 yield ToolCallStart(call=call)
         if not self.parallel or len(calls) == 1:
             for call in calls:
-                await self._mark_started(writer, [call], started)
-                try:
-                    result = await self._execute(writer, call)
-                except ToolSuspended as suspended:
-                    raise AgentSuspended(
-                        thread_id=writer.thread_id, suspended=[(call, suspended)]
-                    ) from None
+                result = await self.run_one(writer, call, started)
                 if streaming:
                     yield ToolCallEnd(result=result)
             return
@@ -169,6 +163,20 @@ class ToolRunner:
             order = {call.id: index for index, call in enumerate(calls)}
             waiting.sort(key=lambda pair: order[pair[0].id])
             raise AgentSuspended(thread_id=writer.thread_id, suspended=waiting)
+
+    async def run_one(self, writer: ThreadWriter, call: ToolCall, started: set[str]) -> ToolResult:
+        """Run one call whose turn was journaled, alone.
+
+        Raises:
+            AgentSuspended: The call raised `ToolSuspended`.
+        """
+        await self._mark_started(writer, [call], started)
+        try:
+            return await self._execute(writer, call)
+        except ToolSuspended as suspended:
+            raise AgentSuspended(
+                thread_id=writer.thread_id, suspended=[(call, suspended)]
+            ) from None
 
     async def _mark_started(
         self, writer: ThreadWriter, calls: Sequence[ToolCall], started: set[str]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
@@ -27,6 +26,9 @@ Answer = str | Message | ModelResponse
 
 Handler = Callable[[ModelRequest], Answer | Awaitable[Answer]]
 """A function that answers each request, sync or async."""
+
+_PLAIN = (str, Message, ModelResponse)
+"""The `Answer` types: anything else a handler returns is awaited."""
 
 
 class ScriptedModel(Model):
@@ -104,7 +106,7 @@ class ScriptedModel(Model):
         self._turn += 1
         if self.handler is not None:
             answer = self.handler(request)
-            if inspect.isawaitable(answer):
+            if not isinstance(answer, _PLAIN):
                 answer = await answer
             return self._response(answer, (), request)
         if turn >= self.turns:

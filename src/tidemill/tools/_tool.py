@@ -155,7 +155,6 @@ class FunctionTool(Tool, Generic[P, R]):
             )
         doc = parse_docstring(inspect.getdoc(function))
         self._args_model, self._context_param = _arguments_model(function, tool_name, doc.params)
-        self._fields = tuple(self._args_model.model_fields)
         schema = _clean_schema(self._args_model.model_json_schema())
         super().__init__(
             function,
@@ -172,7 +171,7 @@ class FunctionTool(Tool, Generic[P, R]):
     def validate(self, arguments: Mapping[str, JsonValue]) -> dict[str, Any]:
         """Validate with the pydantic model built from the type hints."""
         try:
-            model = self._args_model.model_validate(dict(arguments))
+            model = self._args_model.__pydantic_validator__.validate_python(arguments)
         except pydantic.ValidationError as exc:
             raise ToolArgumentsError(
                 self.name,
@@ -181,7 +180,7 @@ class FunctionTool(Tool, Generic[P, R]):
                     for e in exc.errors(include_url=False)
                 ],
             ) from None
-        return {field: getattr(model, field) for field in self._fields}
+        return dict(model.__dict__)
 
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """Call the function, adding the `ToolContext` if it asks for one."""
@@ -208,12 +207,13 @@ def render_result(value: object) -> str:
 _AsyncFunction = Callable[..., Awaitable[object]]
 
 
-async def _invoke(
+def _invoke(
     function: Callable[..., object], arguments: dict[str, Any], *, is_async: bool
-) -> object:
+) -> Awaitable[object]:
+    """The call's awaitable: the coroutine itself, or the function run in a thread."""
     if is_async:
-        return await cast(_AsyncFunction, function)(**arguments)
-    return await asyncio.to_thread(function, **arguments)
+        return cast(_AsyncFunction, function)(**arguments)
+    return asyncio.to_thread(function, **arguments)
 
 
 def _is_async(function: Callable[..., object]) -> bool:

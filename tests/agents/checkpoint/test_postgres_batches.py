@@ -103,3 +103,43 @@ async def test_batched_reads_keep_each_after(postgres_checkpointer: PostgresChec
 def test_max_connections_must_be_positive() -> None:
     with pytest.raises(ConfigurationError):
         PostgresCheckpointer("postgresql://nobody@127.0.0.1:1/none", max_connections=0)
+
+
+async def test_a_lone_append_goes_out_on_the_callers_task(
+    postgres_checkpointer: PostgresCheckpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = postgres_checkpointer
+    await journal.threads()  # one idle connection, nothing forming
+    senders: list[asyncio.Task[Any] | None] = []
+    execute = psycopg.AsyncConnection.execute
+
+    async def spy(self: psycopg.AsyncConnection[Any], query: Any, *args: Any, **kw: Any) -> Any:
+        senders.append(asyncio.current_task())
+        return await execute(self, query, *args, **kw)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "execute", spy)
+    assert await journal.append("alone", [_event(1)], after=0) == 1
+    assert [r.event for r in await journal.read("alone")] == [_event(1)]
+    assert senders == [asyncio.current_task()] * 2  # no batch task in between
+
+
+async def test_a_cancelled_append_leaves_no_busy_connection_behind(
+    postgres_checkpointer: PostgresCheckpointer, postgres_url: str
+) -> None:
+    journal = postgres_checkpointer
+    await journal.threads()
+    # Another transaction holds seq 1 of the thread: the append waits on its key.
+    async with await psycopg.AsyncConnection.connect(postgres_url) as holder:
+        await holder.execute(
+            f'INSERT INTO "{journal.schema}".tidemill_journal '
+            "(thread_id, seq, kind, schema_version, payload) VALUES ('t', 1, 'finished', 1, '{}')"
+        )
+        append = asyncio.ensure_future(journal.append("t", [_event(1)], after=0))
+        await asyncio.sleep(0.3)
+        assert not append.done()
+        append.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await append
+        await holder.rollback()
+    assert await journal.append("t", [_event(2)], after=0) == 1
+    assert [r.event for r in await journal.read("t")] == [_event(2)]

@@ -255,12 +255,18 @@ class PostgresCheckpointer:
 
         The first opens a batch and starts the task that sends it; the
         batch takes whoever comes before that task gets a connection (a
-        second request for a thread already in it opens the next one).
+        second request for a thread already in it opens the next one). A
+        caller that finds a free connection and no batch forming has nobody
+        to wait for: it sends its own statement at once, on its own task.
         """
         self._check_open()
         loop = asyncio.get_running_loop()
         connections = self._state(loop)
         batch = connections.pending.get(kind)
+        if batch is None and connections.idle and not connections.slots.locked():
+            alone: asyncio.Future[Any] = loop.create_future()
+            await self._send(kind, {thread_id: (item, alone)}, connections)
+            return alone.result()
         if batch is None or thread_id in batch or len(batch) >= _BATCH:
             batch = connections.pending[kind] = {}
             task = loop.create_task(self._send(kind, batch, connections))
