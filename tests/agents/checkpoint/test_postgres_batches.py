@@ -143,3 +143,19 @@ async def test_a_cancelled_append_leaves_no_busy_connection_behind(
         await holder.rollback()
     assert await journal.append("t", [_event(2)], after=0) == 1
     assert [r.event for r in await journal.read("t")] == [_event(2)]
+
+
+async def test_short_and_long_appends_take_their_own_statements_and_both_check(
+    postgres_checkpointer: PostgresCheckpointer, statements: list[str]
+) -> None:
+    journal = postgres_checkpointer
+    await journal.threads()
+    statements.clear()
+    assert await journal.append("t", [_event(i) for i in range(3)], after=0) == 3
+    assert await journal.append("t", [_event(i) for i in range(3, 43)], after=3) == 43
+    assert "VALUES" in statements[0] and "unnest" in statements[1]  # rows, then arrays
+    assert [r.event for r in await journal.read("t")] == [_event(i) for i in range(43)]
+    for events in ([_event(0)], [_event(i) for i in range(40)]):  # a stale `after`, each way
+        with pytest.raises(JournalConflict):
+            await journal.append("t", events, after=3)
+    assert len(await journal.read("t")) == 43
