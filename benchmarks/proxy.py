@@ -642,7 +642,10 @@ def report(cells: list[Cell], args: argparse.Namespace, skipped: dict[str, str])
         f"python {platform.python_version()}, {os.cpu_count()} cpus, "
         f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
+    # Both proxies run under uvicorn, which picks uvloop and httptools when they are installed
+    # (Tidemill's proxy extra brings both; LiteLLM's asks for uvloop).
     versions = [f"tidemill {_version('tidemill')}", f"uvicorn {_version('uvicorn')}"]
+    versions += [f"uvloop {_version('uvloop')}", f"httptools {_version('httptools')}"]
     versions.append(f"litellm {_version('litellm')}")
     lines.append("versions: " + ", ".join(versions))
     for name, why in skipped.items():
@@ -781,6 +784,7 @@ def orchestrate(args: argparse.Namespace) -> int:
                 for _ in range(args.rounds):
                     samples = run_loadgen(target, concurrency, per_worker, warmup, args, spread)
                     merge(cell.samples, samples)
+                    settle([t.process for t in all_targets])
                 cells.append(cell)
                 print(
                     f"  {target.name:<9} {_label(level):>9} streams: {cell.samples.streams} "
@@ -792,6 +796,41 @@ def orchestrate(args: argparse.Namespace) -> int:
     # Unfinished streams of a slow peer are a result, not a failure of the run.
     broken = [e for c in cells for e in c.samples.errors if "unfinished" not in e]
     return 1 if broken else 0
+
+
+def settle(
+    processes: Sequence[subprocess.Popen[bytes] | None], *, quiet: float = 0.05, most: float = 20
+) -> None:
+    """Wait until the mock and the proxies are idle (each under `quiet` of a CPU), at most `most` s.
+
+    A proxy may go on with streams after their client left (those a cell's deadline cut
+    short); the next cell must not run beside them.
+    """
+    pids = [p.pid for p in processes if p is not None and os.path.exists(f"/proc/{p.pid}/stat")]
+    if not pids:
+        return  # not Linux: no CPU times to read
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu() -> list[float]:
+        times = []
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:  # it exited
+                times.append(0.0)
+                continue
+            times.append((int(fields[11]) + int(fields[12])) / ticks)
+        return times
+
+    deadline = time.monotonic() + most
+    before = cpu()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = cpu()
+        if all(after - earlier <= quiet * 0.5 for earlier, after in zip(before, now, strict=True)):
+            return
+        before = now
 
 
 def merge(into: Samples, more: Samples) -> None:

@@ -111,6 +111,12 @@ def register(
         choices=["critical", "error", "warning", "info", "debug"],
         help="uvicorn's log level (default: %(default)s)",
     )
+    parser.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="do not log a line per request (at --log-level info, each request logs one)",
+    )
     return run
 
 
@@ -136,5 +142,14 @@ def run(args: argparse.Namespace) -> int:
     router = ModelRouter(aliases=aliases, models=args.models, allow_unlisted=not args.only_listed)
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     app = create_app(router, keepalive=args.keepalive, api_key=api_key)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
+    # uvicorn parses HTTP with httptools and runs on uvloop when they are installed (the
+    # proxy extra brings both; uvloop is not on Windows).
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=args.access_log,
+        lifespan="on",
+    )
     return 0

@@ -41,7 +41,14 @@ from typing import cast
 
 import httpx
 
-__all__ = ["Body", "StreamingTransport", "Timeouts", "Upstream", "use_streaming_transport"]
+__all__ = [
+    "Body",
+    "StreamingTransport",
+    "Timeouts",
+    "Upstream",
+    "request_head",
+    "use_streaming_transport",
+]
 
 _MAX_HEAD = 64 * 1024
 """The largest response head accepted."""
@@ -66,6 +73,9 @@ class _Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self._paused = False
+        self._deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
 
     # -- asyncio.Protocol ----------------------------------------------------------------
 
@@ -91,6 +101,7 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.error = exc
+        self.disarm()
         self._wake()
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
@@ -116,14 +127,18 @@ class _Connection(asyncio.Protocol):
             self._paused = False
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
-        # One timer per wait, cheaper than `asyncio.timeout`'s context per read.
-        timer = None if within is None else loop.call_later(within, _expire, waiter)
+        if within is not None:
+            # One timer for many waits: it is set again only when it would fire too late,
+            # and when it fires early (data came since), it is set for the current wait.
+            self._deadline = deadline = loop.time() + within
+            if self._timer is None or self._timer_at > deadline:
+                self.disarm()
+                self._timer_at = deadline
+                self._timer = loop.call_at(deadline, self._expire)
         try:
             await waiter
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
 
     async def send(self, data: bytes, within: float | None) -> None:
         """Write `data`, waiting (at most `within` seconds) while the socket's buffer is full.
@@ -141,18 +156,32 @@ class _Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.closed = True
+        self.disarm()
         if self.transport is not None:
             self.transport.close()
+
+    def disarm(self) -> None:
+        """Cancel the read timer (a connection going back to the pool waits for nothing)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expire(self) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # no wait in progress: the next one sets the timer again
+        loop = waiter.get_loop()
+        if self._deadline - loop.time() > 0.001:  # bytes came since the timer was set
+            self._timer_at = self._deadline
+            self._timer = loop.call_at(self._deadline, self._expire)
+        else:
+            waiter.set_exception(TimeoutError())
 
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
-
-
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
 
 
 class _Stale(Exception):
@@ -405,10 +434,28 @@ class StreamingTransport(httpx.AsyncBaseTransport):
             httpx.HTTPError: `ConnectError`, `ConnectTimeout`, `ReadTimeout`,
                 `WriteTimeout`, `RemoteProtocolError` and the like.
         """
+        data = request_head(method, url, headers, len(content)) + content
+        return await self.send(method, url, data, timeouts, request=request)
+
+    async def send(
+        self,
+        method: str,
+        url: httpx.URL,
+        data: bytes,
+        timeouts: Timeouts,
+        *,
+        request: httpx.Request | None = None,
+    ) -> Upstream:
+        """`open` for a request already written out: its head (see `request_head`) and body.
+
+        For callers that send many requests with the same head, and write it once.
+
+        Raises:
+            httpx.HTTPError: As `open`.
+        """
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"unsupported URL scheme {url.scheme!r}")
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
-        data = _request_head(method, url, headers, len(content)) + content
         while True:
             connection = self._idle_connection(origin)
             reused = connection is not None
@@ -434,6 +481,7 @@ class StreamingTransport(httpx.AsyncBaseTransport):
 
     def put_back(self, origin: _Origin, connection: _Connection) -> None:
         """Keep a connection whose response was read to its end for the next request."""
+        connection.disarm()
         idle = self._idle.setdefault(origin, [])
         if self._closed or len(idle) >= self.max_idle:
             connection.close()
@@ -517,13 +565,24 @@ class StreamingTransport(httpx.AsyncBaseTransport):
         return Upstream(status, reason, headers, body)
 
 
-def _request_head(
-    method: str, url: httpx.URL, headers: Iterable[tuple[bytes, bytes]], length: int
+def request_head(
+    method: str, url: httpx.URL, headers: Iterable[tuple[bytes, bytes]], length: int | None
 ) -> bytes:
+    r"""A request's head: request line, `headers` and `content-length: length`, blank line.
+
+    With `length` None, the head stops after the headers (no `content-length`,
+    no blank line), for a caller to finish per request.
+
+    Example:
+        >>> request_head("POST", httpx.URL("http://h/v1/x?a=1"), [(b"host", b"h")], 2)
+        b'POST /v1/x?a=1 HTTP/1.1\r\nhost: h\r\ncontent-length: 2\r\n\r\n'
+    """
     lines = [b"%s %s HTTP/1.1" % (method.encode("ascii"), url.raw_path)]
     for name, value in headers:
         if name.lower() not in (b"content-length", b"transfer-encoding"):
             lines.append(name + b": " + value)
+    if length is None:
+        return b"\r\n".join(lines) + b"\r\n"
     if length or method not in ("GET", "HEAD"):
         lines.append(b"content-length: %d" % length)
     return b"\r\n".join(lines) + b"\r\n\r\n"

@@ -12,6 +12,7 @@ from proxy_serve import sdk, serve, upstream_router
 
 from tidemill.errors import TidemillError
 from tidemill.llm import ModelRequest, ScriptedModel
+from tidemill.llm._adapter import HttpCall
 from tidemill.llm._transport import StreamingTransport
 from tidemill.llm.proxy import ChunkEncoder, ModelRouter, create_app
 from tidemill.llm.proxy._relay import ChatRelay
@@ -87,6 +88,38 @@ async def test_the_relay_sends_what_the_general_path_sends(
     assert fast == general
     assert server.seen[0].body == server.seen[1].body
     assert server.seen[0].headers["authorization"] == f"Bearer {API_KEY}"
+
+
+async def test_each_request_carries_its_own_headers_though_heads_are_reused(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The relay writes a request head once per URL and header set; a model whose headers
+    # change (rotated credentials) sends the new ones, and old heads are not kept forever.
+    body = fixture_bytes("openai-chat/text-stream.sse")
+    keys = [f"key-{i % 20}" for i in range(24)]
+    server.replies += [Reply(body) for _ in keys]
+    router = router_for(server)
+    model = router.resolve("openai:gpt-4o")
+    relay = router.relay(model)
+    assert isinstance(relay, ChatRelay)
+    build_call = model.build_call
+    calls = iter(keys)
+
+    def rotating(request: ModelRequest, *, stream: bool) -> HttpCall:
+        call = build_call(request, stream=stream)
+        return HttpCall(call.url, {**call.headers, "authorization": next(calls)}, call.body)
+
+    monkeypatch.setattr(model, "build_call", rotating)
+    try:
+        for _ in keys:
+            sent, error = await collect(relay.frames(HELLO, encoder()))
+            assert error is None and sent.endswith(b"data: [DONE]\n\n")
+    finally:
+        await router.aclose()
+    assert [seen.headers["authorization"] for seen in server.seen] == keys
+    assert {seen.headers["content-type"] for seen in server.seen} == {"application/json"}
+    assert len(relay._heads) <= 16
+    assert server.seen[0].body["messages"] == [{"role": "user", "content": "Hello"}]
 
 
 async def test_streams_keep_their_upstream_connection(server: ReplayServer) -> None:

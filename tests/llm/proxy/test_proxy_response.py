@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tidemill.llm.proxy import ChunkEncoder, completion_body
+import pytest
+
+from tidemill.llm.proxy import ChunkEncoder, completion_body, usage_body
 from tidemill.types import (
+    FinishReason,
     Message,
     ModelResponse,
     Reasoning,
@@ -213,3 +216,41 @@ def test_text_is_escaped_as_json() -> None:
     decoded = frames(encoder.event(TextDelta(delta=text)))
     assert decoded[0]["choices"][0]["delta"]["content"] == text
     assert decoded[0]["model"] == 'we"ird'
+
+
+@pytest.mark.parametrize("include_usage", [False, True])
+@pytest.mark.parametrize("reason", ["stop", "length", "tool_calls", "content_filter"])
+def test_every_chunk_is_the_whole_chunk_object_encoded_in_field_order(
+    include_usage: bool, reason: FinishReason
+) -> None:
+    # The encoder writes chunks from templates; they must be the bytes the whole objects give.
+    encoder = ChunkEncoder(
+        model='m "é"', response_id="chatcmpl-9", created=17, include_usage=include_usage
+    )
+
+    def chunk(choices: list[Any], usage: Any = None) -> bytes:
+        body: dict[str, Any] = {
+            "id": "chatcmpl-9",
+            "object": "chat.completion.chunk",
+            "created": 17,
+            "model": 'm "é"',
+            "system_fingerprint": None,
+            "choices": choices,
+        }
+        if include_usage:
+            body["usage"] = usage
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        return b"data: " + text.encode() + b"\n\n"
+
+    def choice(delta: dict[str, Any], finish: str | None = None) -> list[Any]:
+        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+
+    done = ResponseDone(
+        response=ModelResponse(message=Message.assistant("Hi"), usage=USAGE, finish_reason=reason)
+    )
+    assert encoder.start() == chunk(choice({"role": "assistant", "content": ""}))
+    assert encoder.event(TextDelta(delta="Hi")) == chunk(choice({"content": "Hi"}))
+    closing = chunk(choice({}, reason))
+    if include_usage:
+        closing += chunk([], usage_body(USAGE))
+    assert encoder.finish(done) == closing + b"data: [DONE]\n\n"

@@ -147,6 +147,73 @@ async def test_a_silent_upstream_is_a_read_timeout() -> None:
                 pass
 
 
+async def test_the_read_timeout_counts_from_the_last_bytes_not_the_first() -> None:
+    # One timer serves many reads: a stream that keeps sending more often than the read
+    # timeout may last many times longer than it; the silence at its end still times out.
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for _ in range(12):
+            writer.write(b"1\r\nx\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(5)
+
+    received: list[bytes] = []
+
+    async def read_all(answer: httpx.Response) -> None:
+        async for piece in answer.aiter_raw():
+            received.append(piece)
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with (
+        raw_server(handler) as (url, _),
+        client(read=0.2) as http,
+        http.stream("POST", url, content=b"{}") as answer,
+    ):
+        with pytest.raises(httpx.ReadTimeout):
+            await read_all(answer)
+    assert b"".join(received) == b"x" * 12
+    assert loop.time() - started >= 0.6  # well past the 0.2 s timeout before the silence
+
+
+async def test_a_pooled_connection_holds_no_read_timer() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            await writer.drain()
+
+    transport = StreamingTransport()
+    async with (
+        raw_server(handler) as (url, _),
+        httpx.AsyncClient(transport=transport, timeout=0.2) as http,
+    ):
+        assert (await http.post(url, content=b"{}")).content == b"ok"
+        (connection,) = [c for idle in transport._idle.values() for c in idle]
+        assert connection._timer is None
+        await asyncio.sleep(0.3)  # idle past the read timeout: nothing fires, it is reused
+        assert (await http.post(url, content=b"{}")).content == b"ok"
+        assert [c for idle in transport._idle.values() for c in idle] == [connection]
+
+
+def test_the_transport_runs_on_uvloop(server: ReplayServer) -> None:
+    uvloop = pytest.importorskip("uvloop")  # what `tidemill proxy` runs on (the proxy extra)
+
+    async def stream() -> list[bytes]:
+        assert "uvloop" in type(asyncio.get_running_loop()).__module__
+        server.replies.append(Reply(SSE, chunk_sizes=(3, 1, 11)))
+        async with client(read=0.5) as http:
+            async with http.stream("POST", f"{server.url}/v1/x", json={"n": 1}) as answer:
+                pieces = [piece async for piece in answer.aiter_raw()]
+            with pytest.raises(httpx.ConnectError):
+                await http.post("http://127.0.0.1:9/", content=b"{}")
+        return pieces
+
+    assert b"".join(uvloop.run(stream())) == SSE
+
+
 @pytest.mark.parametrize(
     ("body", "error"),
     [

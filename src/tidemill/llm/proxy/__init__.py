@@ -16,9 +16,10 @@ layer's lean HTTP/1.1 client (`tidemill.llm._transport`); `_app` wires the route
 
 Example:
     >>> from tidemill.llm import ScriptedModel
+    >>> from starlette.applications import Starlette
     >>> app = create_app(ModelRouter(aliases={"echo": ScriptedModel(["Hi!"])}))
-    >>> type(app).__name__
-    'Starlette'
+    >>> isinstance(app, Starlette)
+    True
 """
 
 try:

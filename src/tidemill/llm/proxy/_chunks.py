@@ -15,6 +15,7 @@ a whole chunk object encoded each time.
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 from tidemill.llm._model import ModelStreamEvent
 from tidemill.llm.proxy._response import finish_reason, tool_call_arguments, usage_body
@@ -47,6 +48,13 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 def _dumps(value: object) -> bytes:
     return _encode(value).encode("utf-8")
+
+
+_FINISHED: dict[OpenAIFinishReason, bytes] = {
+    reason: _dumps([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": reason}])
+    for reason in get_args(OpenAIFinishReason)
+}
+"""The `choices` of the chunk that carries each finish reason."""
 
 
 def error_event(body: ErrorBody) -> bytes:
@@ -91,11 +99,19 @@ class ChunkEncoder:
         self.response_id = response_id
         self.created = created
         self.include_usage = include_usage
-        head: CompletionChunk = self._chunk()
-        head_bytes = _dumps(head)
-        # The chunk object up to the choices, left open: `{"id":...,"choices":`.
-        cut = head_bytes.rindex(b'"choices":') + len(b'"choices":')
-        self._head = b"data: " + head_bytes[:cut]
+        # The chunk object up to the choices, left open: `{"id":...,"choices":`, with the
+        # fields in the order `_chunk` gives them.
+        self._head = b"".join(
+            (
+                b'data: {"id":',
+                _dumps(response_id),
+                b',"object":"chat.completion.chunk","created":',
+                _dumps(created),
+                b',"model":',
+                _dumps(model),
+                b',"system_fingerprint":null,"choices":',
+            )
+        )
         tail = b',"usage":null}\n\n' if include_usage else b"}\n\n"
         self._tail = tail
         self._text_prefix = self._head + b'[{"index":0,"delta":{"content":'
@@ -124,12 +140,9 @@ class ChunkEncoder:
         """The closing events: what was never streamed, the finish reason, usage, `[DONE]`."""
         response = done.response
         parts = [self._unstreamed(response)]
-        reason = finish_reason(response.finish_reason)
-        parts.append(self._delta({}, reason))
-        if self.include_usage:
-            usage = self._chunk(usage=usage_body(response.usage))
-            usage["choices"] = []
-            parts.append(b"data: " + _dumps(usage) + b"\n\n")
+        parts += (self._head, _FINISHED[finish_reason(response.finish_reason)], self._tail)
+        if self.include_usage:  # the chunk's fields, then `"choices":[]` and the usage
+            parts += (self._head, b'[],"usage":', _dumps(usage_body(response.usage)), b"}\n\n")
         parts.append(DONE)
         return b"".join(parts)
 

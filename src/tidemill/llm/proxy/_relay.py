@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import json
 from collections.abc import AsyncIterable
 
 import httpx
@@ -29,13 +30,13 @@ import httpx
 from tidemill.errors import ProviderError, ProviderTimeout
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._failures import error_from_payload, error_from_response, redact
-from tidemill.llm._json import dumps, loads_object
+from tidemill.llm._json import loads_object
 from tidemill.llm._model import ModelRequest
 from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._openai_stream import ChatStreamParser
 from tidemill.llm._retry import parse_retry_after
 from tidemill.llm._sse import ServerSentEvent, SSEDecoder
-from tidemill.llm._transport import StreamingTransport, Upstream
+from tidemill.llm._transport import StreamingTransport, Upstream, request_head
 from tidemill.llm.proxy._chunks import ChunkEncoder
 from tidemill.llm.proxy._streaming import Frames
 from tidemill.types import ResponseDone
@@ -45,6 +46,11 @@ __all__ = ["ChatRelay"]
 _ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_SECONDS = 1.0
 """How long a finished stream waits for the end of the upstream's body, to reuse its connection."""
+_HEADS_KEPT = 16
+"""Request heads kept per model (one per URL and set of headers: usually one)."""
+
+# `_json.dumps` makes a new encoder per call (it passes options); this one is made once.
+_encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _user_agent() -> bytes:
@@ -72,7 +78,7 @@ class ChatRelay:
         self.timeouts = {"connect": timeout.connect, "read": timeout.read, "write": timeout.write}
         self._secrets = model.credentials.secrets()
         self._agent = _user_agent()
-        self._urls: dict[str, httpx.URL] = {}
+        self._heads: dict[tuple[object, ...], tuple[httpx.URL, bytes]] = {}
 
     def handles(self, request: ModelRequest) -> bool:
         """Whether the relay serves `request`: not when a whole-call `timeout` is set."""
@@ -138,10 +144,13 @@ class ChatRelay:
             await asyncio.sleep(wait)
             attempt += 1
 
-    async def _attempt(self, call: HttpCall) -> Upstream:
-        url = self._urls.get(call.url)
-        if url is None:  # parsed once: a model calls one URL
-            url = self._urls[call.url] = httpx.URL(call.url)
+    def _head(self, call: HttpCall) -> tuple[httpx.URL, bytes]:
+        """The call's URL and request head up to `content-length`, made once per URL and headers."""
+        key = (call.url, *call.headers.items())
+        known = self._heads.get(key)
+        if known is not None:
+            return known
+        url = httpx.URL(call.url)
         headers = [
             (b"host", url.netloc),
             (b"content-type", b"application/json"),
@@ -150,9 +159,17 @@ class ChatRelay:
             (b"user-agent", self._agent),
             *((k.encode("latin-1"), v.encode("latin-1")) for k, v in call.headers.items()),
         ]
-        content = dumps(call.body).encode("utf-8")
+        if len(self._heads) >= _HEADS_KEPT:  # rotated credentials: forget the old ones
+            self._heads.clear()
+        known = self._heads[key] = (url, request_head("POST", url, headers, None))
+        return known
+
+    async def _attempt(self, call: HttpCall) -> Upstream:
+        url, head = self._head(call)
+        content = _encode_json(call.body).encode("utf-8")
+        data = b"%scontent-length: %d\r\n\r\n%s" % (head, len(content), content)
         try:
-            upstream = await self.transport.open("POST", url, headers, content, self.timeouts)
+            upstream = await self.transport.send("POST", url, data, self.timeouts)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         media_type = upstream.header(b"content-type").split(b";")[0].strip().lower()

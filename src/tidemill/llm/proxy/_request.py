@@ -30,6 +30,9 @@ __all__ = ["ChatCompletionRequest", "parse_chat_request", "parse_json"]
 _Body = dict[str, object]
 _T = TypeVar("_T")
 
+_PLAIN = frozenset({"model", "messages", "stream", "stream_options", "tools", "tool_choice"})
+"""Fields that neither ask for something refused nor carry settings."""
+
 
 @dataclass(frozen=True, slots=True)
 class ChatCompletionRequest:
@@ -98,7 +101,10 @@ def parse_chat_request(payload: object) -> ChatCompletionRequest:
         raise InvalidRequest("You must provide a 'model' parameter.", param="model")
     if not isinstance(model, str) or not model.strip():
         raise wrong_type("model", "a non-empty string", model)
-    _refuse_unsupported(payload)
+    # Most requests hold only these fields: nothing to refuse, no settings to read.
+    plain = payload.keys() <= _PLAIN
+    if not plain:
+        _refuse_unsupported(payload)
     messages = parse_messages(payload.get("messages"))
     tools = _tools(payload.get("tools"))
     if _tool_choice(payload.get("tool_choice")) == "none":
@@ -112,7 +118,7 @@ def parse_chat_request(payload: object) -> ChatCompletionRequest:
         include_usage = _optional(options, "include_usage", bool, "stream_options.") or False
     return ChatCompletionRequest(
         model=model.strip(),
-        request=ModelRequest(messages, tools, _settings(payload)),
+        request=ModelRequest(messages, tools, ModelSettings() if plain else _settings(payload)),
         stream=stream,
         include_usage=include_usage and stream,
     )

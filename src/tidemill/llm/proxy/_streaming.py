@@ -10,9 +10,14 @@ begun, an error is sent as an `error` event and the stream ends.
 While the upstream is silent, a comment line (`: keep-alive`) goes out every
 `keepalive` seconds, so proxies and clients between here and the caller do
 not drop an idle connection; if the upstream is silent before its first
-event, that first keep-alive also starts the response. A watchdog task
-wakes only when the interval has passed, so a busy stream pays nothing for
-it. When the client disconnects, the upstream stream is closed at once.
+event, that first keep-alive also starts the response. A timer fires only
+when the interval has passed, so a busy stream pays nothing for it. When the
+client disconnects, the upstream stream is closed at once.
+
+The stream is served in the task that called the response (the server's
+task for the request), so the upstream request goes out without waiting for
+another turn of the event loop; a small task listens for the client's
+disconnect and cancels it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 
 from starlette.types import Receive, Scope, Send
@@ -94,7 +99,8 @@ class EventStreamResponse:
         frames: The answer; closed when the response ends, after its last
             bytes were sent.
         preamble: Bytes sent before the first frame (or keep-alive), such as
-            the chunk with the assistant role.
+            the chunk with the assistant role, or a function that makes them
+            (called when the first bytes go out, after the upstream request).
         keepalive: Seconds of upstream silence before a keep-alive comment.
         secrets: Values to scrub from error messages.
         headers: Extra response headers.
@@ -104,7 +110,7 @@ class EventStreamResponse:
         self,
         frames: Frames,
         *,
-        preamble: bytes = b"",
+        preamble: bytes | Callable[[], bytes] = b"",
         keepalive: float,
         secrets: Sequence[str] = (),
         headers: Mapping[str, str] | None = None,
@@ -120,33 +126,60 @@ class EventStreamResponse:
         self._ended = False
         self._lock = asyncio.Lock()
         self._last_write = 0.0
+        self._send: Send | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._keeping: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve the stream (ASGI); a client that disconnects cancels it."""
+        """Serve the stream (ASGI) in the calling task; a client that disconnects cancels it."""
+        task = asyncio.current_task()
+        assert task is not None, "an ASGI app runs in a task"
+        loop = asyncio.get_running_loop()
+        gone = served = False
+        listening: asyncio.Task[None] | None = None
+
+        def left(listener: asyncio.Task[None]) -> None:
+            nonlocal gone
+            # Once the last frame went out, the frames finish their cleanup (the relay keeps
+            # its upstream connection by reading the end of its body) rather than being cut.
+            if not self._ended and not listener.cancelled():
+                gone = True
+                task.cancel()
+
+        def watch() -> None:
+            # Set up at the stream's first pause (while the upstream request is on its way),
+            # so that the request goes out first.
+            nonlocal listening
+            if served:
+                return
+            listening = loop.create_task(_disconnected(receive))
+            listening.add_done_callback(left)
+            self._timer = loop.call_later(
+                self._last_write + self.keepalive - time.monotonic(), self._keep_alive_due
+            )
+
+        self._send = send
         self._last_write = time.monotonic()
-        serving = asyncio.create_task(self._serve(send))
-        listening = asyncio.create_task(_disconnected(receive))
+        watching = loop.call_soon(watch)
         try:
-            await asyncio.wait((serving, listening), return_when=asyncio.FIRST_COMPLETED)
+            await self._serve(send)
+        except asyncio.CancelledError:
+            if not gone or task.uncancel() > 0:  # cancelled by someone else too: pass it on
+                raise
         finally:
-            await _stop(listening)
-            try:
-                if self._ended and not serving.done():
-                    # Sent in full: let the frames finish their cleanup (the relay keeps its
-                    # upstream connection by reading the end of its body) rather than cut it.
-                    await asyncio.wait((serving,))
-            finally:
-                await _stop(serving)
+            served = True
+            watching.cancel()
+            if listening is not None:
+                listening.remove_done_callback(left)
+                listening.cancel()
+            await self._stop_keep_alives()
 
     async def _serve(self, send: Send) -> None:
-        watchdog = asyncio.create_task(self._keep_alive(send))
         try:
             await self._relay(send)
         except Exception as exc:
-            await _stop(watchdog)
+            await self._stop_keep_alives()
             await self._fail(send, exc)
-        finally:
-            await _stop(watchdog)
 
     async def _relay(self, send: Send) -> None:
         """Send every frame; the last is sent before the frames are closed."""
@@ -170,25 +203,46 @@ class EventStreamResponse:
             if not self._started:
                 await send({"type": "http.response.start", "status": 200, "headers": self.headers})
                 self._started = True
-                data = self.preamble + data
+                preamble = self.preamble
+                data = (preamble if isinstance(preamble, bytes) else preamble()) + data
             self._ended = not more_body
             await send({"type": "http.response.body", "body": data, "more_body": more_body})
             self._last_write = time.monotonic()
 
+    def _keep_alive_due(self) -> None:
+        """The timer: send a keep-alive if nothing went out for `keepalive` seconds."""
+        self._timer = None
+        if self._ended or self._send is None:
+            return
+        wait = self._last_write + self.keepalive - time.monotonic()
+        loop = asyncio.get_running_loop()
+        if wait > 0:  # something went out since the timer was set
+            self._timer = loop.call_later(wait, self._keep_alive_due)
+        else:
+            self._keeping = loop.create_task(self._keep_alive(self._send))
+
     async def _keep_alive(self, send: Send) -> None:
-        while True:
-            wait = self._last_write + self.keepalive - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            else:
-                await self._write(send, KEEPALIVE)
+        await self._write(send, KEEPALIVE)
+        if not self._ended and self._send is not None:
+            self._timer = asyncio.get_running_loop().call_later(
+                self.keepalive, self._keep_alive_due
+            )
+
+    async def _stop_keep_alives(self) -> None:
+        self._send = None  # no timer that is already due starts another keep-alive
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._keeping is not None:
+            await _stop(self._keeping)
+            self._keeping = None
 
     async def _fail(self, send: Send, exc: Exception) -> None:
         error = proxy_error(exc)
         log_failure(exc, error)
         async with self._lock:
             if not self._started:
-                self._started = True
+                self._started = self._ended = True
                 await error_response(send, error, self.secrets)
                 return
         await self._write(send, error_event(error.body(self.secrets)), more_body=False)
