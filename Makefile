@@ -37,7 +37,7 @@ format: $(STAMP)
 $(BENCH)/.installed: benchmarks/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(BENCH)
 	$(BENCH)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH)/bin/python -m pip install --quiet -e '.[postgres]' -r benchmarks/requirements.txt
+	$(BENCH)/bin/python -m pip install --quiet -e '.[postgres,proxy]' -r benchmarks/requirements.txt
 	touch $(BENCH)/.installed
 
 bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own environment
