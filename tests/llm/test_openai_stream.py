@@ -21,6 +21,9 @@ from llm_replay import (
 )
 
 from tidemill.errors import MalformedToolCall, ProviderError, TidemillError
+from tidemill.llm._failures import ErrorReporter
+from tidemill.llm._openai_stream import ChatStreamParser
+from tidemill.llm._sse import SSEDecoder
 from tidemill.types import Usage
 
 
@@ -402,6 +405,58 @@ async def test_an_empty_body_raises() -> None:
 async def test_reading_stops_at_done() -> None:
     body = [chunk({"content": "hi"}, finish="stop"), USAGE, DONE, b"data: {garbage after done\n\n"]
     assert (await replay_stream("openai", body)).response.message.content == "hi"
+
+
+CALL = call(0, id="a", name="f", args="{}")
+ENDS = {
+    **{case.file: [fixture_bytes(case.file)] for case in CASES},
+    "stop with calls": [chunk({"tool_calls": [CALL]}), chunk({}, finish="stop"), USAGE, DONE],
+    "no reason, calls": [chunk({"tool_calls": [CALL]}), DONE],
+    "no reason, text": [chunk({"content": "x"}), USAGE, DONE],
+    "refusal": [chunk({"refusal": "No."}, finish="stop"), USAGE, DONE],
+    "refusal, then calls": [chunk({"refusal": "No.", "tool_calls": [CALL]}), DONE],
+    "refusal, length": [chunk({"refusal": "No."}, finish="length"), DONE],
+    "unknown reason": [chunk({"content": "x"}, finish="what"), USAGE, DONE],
+    "lost [DONE]": [chunk({"content": "x"}, finish="stop"), USAGE],
+    "cut": [chunk({"content": "x"}, finish="stop")],
+    "nameless call": [chunk({"tool_calls": [call(0, id="a", args="{}")]}), DONE],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("stop with calls", "tool_calls"),
+        ("no reason, calls", "tool_calls"),
+        ("no reason, text", "unknown"),
+        ("refusal", "content_filter"),
+        ("refusal, then calls", "content_filter"),
+        ("refusal, length", "length"),
+        ("unknown reason", "unknown"),
+    ],
+)
+async def test_the_finish_reason_of_an_unusual_end(name: str, reason: str) -> None:
+    assert (await replay_stream("openai", ENDS[name])).response.finish_reason == reason
+
+
+@pytest.mark.parametrize("body", ENDS.values(), ids=ENDS.keys())
+def test_end_gives_the_finish_reason_and_usage_finish_would(body: list[bytes]) -> None:
+    # What the proxy's relay closes a stream with instead of the whole response.
+    def outcome(end: bool) -> tuple[object, ...]:
+        parser = ChatStreamParser(ErrorReporter("openai"))
+        decoder = SSEDecoder()
+        try:
+            for event in [e for piece in body for e in decoder.feed(piece)] + decoder.close():
+                parser.feed(event)
+            if end:
+                ending = parser.end()
+                return ending.finish_reason, ending.usage
+            response = parser.finish()
+        except TidemillError as error:
+            return type(error), str(error)
+        return response.finish_reason, response.usage
+
+    assert outcome(end=True) == outcome(end=False)
 
 
 async def test_deepseek_reasoning_round_trips_into_the_next_request() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -148,6 +149,65 @@ def test_arbitrary_bytes_never_raise_and_chunking_never_matters(
     data: bytes, sizes: list[int]
 ) -> None:
     assert decode(*split(data, sizes)) == decode(data)
+
+
+def reference(body: bytes) -> list[ServerSentEvent]:
+    """The event-stream rules applied the plain way: the whole body, split into lines first."""
+    events: list[ServerSentEvent] = []
+    data: list[str] = []
+    name: str | None = None
+    last_id: str | None = None
+    retry: int | None = None
+    *lines, rest = re.split(rb"\r\n|\r|\n", body)
+    if rest:  # a last line without its line end
+        lines.append(rest)
+    for number, raw in enumerate(lines):
+        line = raw.decode("utf-8", errors="replace")
+        if number == 0:
+            line = line.removeprefix("\ufeff")
+        if not line:
+            if data:
+                events.append(ServerSentEvent(name or "message", "\n".join(data), last_id, retry))
+            data, name = [], None
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+        elif field == "id" and "\0" not in value:
+            last_id = value
+        elif field == "retry" and value.isascii() and value.isdigit():
+            retry = int(value)
+    if data:
+        events.append(ServerSentEvent(name or "message", "\n".join(data), last_id, retry))
+    return events
+
+
+_VALUE = [b"x", b"7", b" ", b":", b"\0", b"\xc3", b"\xa9", b"\xf0\x9f\x98", b"\x8a", b"\xff"]
+_LINE = st.tuples(
+    st.sampled_from([b"", b"data", b"event", b"id", b"retry", b"dat", b"\xef\xbb\xbfdata"]),
+    st.sampled_from([b"", b":", b": "]),
+    st.lists(st.sampled_from(_VALUE), max_size=4),
+    st.sampled_from([b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n", b"\r\r"]),
+).map(lambda parts: parts[0] + parts[1] + b"".join(parts[2]) + parts[3])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(_LINE, max_size=12),
+    cut=st.integers(0, 2),
+    sizes=st.lists(st.integers(1, 9), min_size=1),
+)
+def test_any_chunking_decodes_as_the_whole_body_split_into_lines(
+    lines: list[bytes], cut: int, sizes: list[int]
+) -> None:
+    body = b"".join(lines)
+    body = body[: len(body) - cut]  # the last line end may be missing, or half of it
+    assert decode(*split(body, sizes)) == reference(body)
 
 
 def test_a_large_stream_in_large_chunks() -> None:

@@ -120,6 +120,18 @@ class ResponseBuilder:
     usage: Usage = field(default_factory=lambda: Usage(requests=1))
     finish_reason: FinishReason | None = None
 
+    def resolved_finish_reason(self) -> FinishReason:
+        """The provider's finish reason, or what the content implies when it gave none.
+
+        A turn that ends in tool calls finished to call them (some
+        OpenAI-compatible servers say "stop" then); any other without a
+        reason is `unknown`.
+        """
+        finish = self.finish_reason
+        if finish is None or (finish == "stop" and self.tool_calls):
+            return "tool_calls" if self.tool_calls else (finish or "unknown")
+        return finish
+
     def build(self) -> ModelResponse:
         """Return the assembled response.
 
@@ -130,10 +142,7 @@ class ResponseBuilder:
             MalformedToolCall: When a tool call has no name.
         """
         calls = tuple(buffer.build() for buffer in self.tool_calls)
-        finish = self.finish_reason
-        if finish is None or (finish == "stop" and calls):
-            # Some OpenAI-compatible servers say "stop" even when the turn ends in tool calls.
-            finish = "tool_calls" if calls else (finish or "unknown")
+        finish = self.resolved_finish_reason()
         message = Message.assistant(
             "".join(self.text),
             tool_calls=calls,

@@ -22,6 +22,8 @@ What it copes with, from recorded traffic:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tidemill.llm._adapter import Delta
 from tidemill.llm._assembly import ReasoningBuffer, ResponseBuilder, ToolCallBuffer
 from tidemill.llm._failures import ErrorReporter
@@ -45,7 +47,7 @@ from tidemill.types import (
     Usage,
 )
 
-__all__ = ["ChatStreamParser", "parse_chat_completion", "parse_chat_usage"]
+__all__ = ["ChatStreamParser", "StreamEnd", "parse_chat_completion", "parse_chat_usage"]
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -84,6 +86,16 @@ def parse_chat_usage(usage: JsonObject) -> Usage:
         cache_write_tokens=get_int(prompt, "cache_write_tokens") or 0,
         reasoning_tokens=get_int(completion, "reasoning_tokens") or 0,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    """How a stream ended: what `ChatStreamParser.end` returns instead of a whole response."""
+
+    finish_reason: FinishReason
+    """The reason `finish` would give the response."""
+    usage: Usage
+    """The usage `finish` would give the response."""
 
 
 class ChatStreamParser:
@@ -163,20 +175,45 @@ class ChatStreamParser:
             ProviderError: When the stream was cut short.
             MalformedToolCall: When a tool call has no name.
         """
+        self._check_end()
+        return self.build()
+
+    def end(self) -> StreamEnd:
+        """Check the stream's end as `finish` does, and return only its finish reason and usage.
+
+        For a relay that passed every delta on: the text, reasoning and tool
+        calls of the response `finish` would build all came out of `feed`
+        already, so this is all that is left to send, without the cost of
+        building that response.
+
+        Raises:
+            ProviderError: When the stream was cut short.
+            MalformedToolCall: When a tool call has no name.
+        """
+        self._check_end()
+        for call in self._builder.tool_calls:
+            call.build()  # raises for a call without a name, as `finish` does
+        return StreamEnd(finish_reason=self._finish_reason(), usage=self._builder.usage)
+
+    def build(self) -> ModelResponse:
+        """Return what was assembled, without checking the stream's end."""
+        self._builder.finish_reason = self._finish_reason()
+        return self._builder.build()
+
+    # -- pieces --------------------------------------------------------------------------
+
+    def _check_end(self) -> None:
         if not (self._done or (self._finished and self._usage_seen)):
             raise self._errors.broken(
                 f"The {self._errors.provider} stream ended before its last event "
                 "(no [DONE]); the answer is incomplete."
             )
-        return self.build()
 
-    def build(self) -> ModelResponse:
-        """Return what was assembled, without checking the stream's end."""
+    def _finish_reason(self) -> FinishReason:
+        """The response's finish reason: the provider's, or what its content implies."""
         if self._refused and self._builder.finish_reason in (None, "stop"):
-            self._builder.finish_reason = "content_filter"
-        return self._builder.build()
-
-    # -- pieces --------------------------------------------------------------------------
+            return "content_filter"
+        return self._builder.resolved_finish_reason()
 
     def _finish(self, choice: JsonObject) -> None:
         reason = get_str(choice, "finish_reason")
@@ -193,10 +230,11 @@ class ChatStreamParser:
         thinking = get_str(delta, "reasoning_content") or get_str(delta, "reasoning")
         if thinking:
             deltas.append(self._think(thinking))
-        for detail in iter_objects(get_list(delta, "reasoning_details")):
-            signed = self._sign(detail)
-            if signed is not None:
-                deltas.append(signed)
+        if "reasoning_details" in delta:  # rare fields are looked up only when present
+            for detail in iter_objects(get_list(delta, "reasoning_details")):
+                signed = self._sign(detail)
+                if signed is not None:
+                    deltas.append(signed)
         content = delta.get("content")
         if isinstance(content, str) and content:
             deltas.append(self._say(content))
@@ -206,10 +244,11 @@ class ChatStreamParser:
         if refusal:
             self._refused = True
             deltas.append(self._say(refusal))
-        for fragment in iter_objects(get_list(delta, "tool_calls")):
-            call = self._tool_fragment(fragment)
-            if call is not None:
-                deltas.append(call)
+        if "tool_calls" in delta:
+            for fragment in iter_objects(get_list(delta, "tool_calls")):
+                call = self._tool_fragment(fragment)
+                if call is not None:
+                    deltas.append(call)
         return deltas
 
     def _parts(self, parts: list[object]) -> list[Delta]:

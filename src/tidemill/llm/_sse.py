@@ -71,7 +71,7 @@ class SSEDecoder:
         """Decode what is left at the end of the body and return its events."""
         events = self._drain(final=True)
         if self._buffer:
-            self._line(bytes(self._buffer), events)
+            self._line(self._buffer.decode("utf-8", errors="replace"), events)
             self._buffer.clear()
         self._dispatch(events)
         return events
@@ -99,13 +99,12 @@ class SSEDecoder:
                 end, size = cr, 1
             else:
                 break  # a CR as the last byte: an LF may follow in the next chunk
-            self._line(bytes(buf[pos:end]), events)
+            self._line(buf[pos:end].decode("utf-8", errors="replace"), events)
             pos = end + size
         del buf[:pos]
         return events
 
-    def _line(self, raw: bytes, events: list[ServerSentEvent]) -> None:
-        line = raw.decode("utf-8", errors="replace")
+    def _line(self, line: str, events: list[ServerSentEvent]) -> None:
         if self._first_line:
             self._first_line = False
             line = line.removeprefix(_BOM)

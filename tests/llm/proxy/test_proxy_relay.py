@@ -90,6 +90,69 @@ async def test_the_relay_sends_what_the_general_path_sends(
     assert server.seen[0].headers["authorization"] == f"Bearer {API_KEY}"
 
 
+def chunk(delta: dict[str, Any] | None = None, *, finish: str | None = None, **top: Any) -> bytes:
+    body: dict[str, Any] = {"id": "c1", "model": "m", **top}
+    body["choices"] = (
+        [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    )
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def calls(*fragments: dict[str, Any]) -> dict[str, Any]:
+    return {"tool_calls": [{"type": "function", **fragment} for fragment in fragments]}
+
+
+DONE = b"data: [DONE]\n\n"
+USAGE = chunk(
+    None,
+    usage={
+        "prompt_tokens": 30,
+        "completion_tokens": 9,
+        "prompt_tokens_details": {"cached_tokens": 12},
+        "completion_tokens_details": {"reasoning_tokens": 5},
+    },
+)
+CALL = {"index": 0, "id": "call_1", "function": {"name": "zoom", "arguments": '{"f": 2}'}}
+ENDS = {
+    "stop with tool calls": chunk(calls(CALL)) + chunk({}, finish="stop") + USAGE + DONE,
+    "no finish reason, tool calls": chunk(calls(CALL)) + DONE,
+    "no finish reason, text": chunk({"content": "Hi"}) + USAGE + DONE,
+    "length": chunk({"content": "Hi"}, finish="length") + USAGE + DONE,
+    "unknown reason": chunk({"content": "Hi"}, finish="something_new") + USAGE + DONE,
+    "refusal then stop": chunk({"refusal": "No."}, finish="stop") + USAGE + DONE,
+    "usage on the finish chunk, no [DONE]": chunk({"content": "Hi"}, finish="stop", usage={}),
+    "a nameless first fragment": chunk(calls({"index": 3}))
+    + chunk(calls({"index": 3, "id": "c", "function": {"name": "f", "arguments": "{}"}}))
+    + chunk({}, finish="tool_calls")
+    + DONE,
+    "a call without a name": chunk({"content": "Hi"})
+    + chunk(calls({"index": 0, "id": "c", "function": {"arguments": "{}"}}))
+    + DONE,
+    "finished without usage or [DONE]": chunk({"content": "Hi"}, finish="stop"),
+    "no [DONE], last event unterminated": chunk({"content": "Hi"}).rstrip(b"\n"),
+    "a broken last event": chunk({"content": "Hi"}) + b"data: {",
+}
+
+
+@pytest.mark.parametrize("body", ENDS.values(), ids=ENDS.keys())
+async def test_the_end_of_the_stream_is_what_the_general_path_sends(
+    server: ReplayServer, body: bytes
+) -> None:
+    # The relay ends a stream from the parser's finish reason and usage alone, without the
+    # whole response: its closing events (and errors) must still be the general path's.
+    server.replies += [Reply(body), Reply(body)]
+    router = router_for(server)
+    model = router.resolve("openai:gpt-4o")
+    relay = router.relay(model)
+    assert isinstance(relay, ChatRelay)
+    try:
+        fast = await collect(relay.frames(HELLO, encoder()))
+        general = await collect(encoded(model.stream(HELLO), encoder()))
+    finally:
+        await router.aclose()
+    assert fast == general
+
+
 async def test_each_request_carries_its_own_headers_though_heads_are_reused(
     server: ReplayServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

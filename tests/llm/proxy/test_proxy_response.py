@@ -254,3 +254,5 @@ def test_every_chunk_is_the_whole_chunk_object_encoded_in_field_order(
     if include_usage:
         closing += chunk([], usage_body(USAGE))
     assert encoder.finish(done) == closing + b"data: [DONE]\n\n"
+    # What the relay sends instead, from the finish reason and usage alone.
+    assert encoder.closing(reason, USAGE) == closing + b"data: [DONE]\n\n"

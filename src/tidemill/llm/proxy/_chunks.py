@@ -28,11 +28,13 @@ from tidemill.llm.proxy._wire import (
     OpenAIFinishReason,
 )
 from tidemill.types import (
+    FinishReason,
     ModelResponse,
     ReasoningDelta,
     ResponseDone,
     TextDelta,
     ToolCallDelta,
+    Usage,
     new_call_id,
 )
 
@@ -139,10 +141,13 @@ class ChunkEncoder:
     def finish(self, done: ResponseDone) -> bytes:
         """The closing events: what was never streamed, the finish reason, usage, `[DONE]`."""
         response = done.response
-        parts = [self._unstreamed(response)]
-        parts += (self._head, _FINISHED[finish_reason(response.finish_reason)], self._tail)
+        return self._unstreamed(response) + self.closing(response.finish_reason, response.usage)
+
+    def closing(self, reason: FinishReason, usage: Usage) -> bytes:
+        """The closing events of an answer streamed in full: the finish reason, usage, `[DONE]`."""
+        parts = [self._head, _FINISHED[finish_reason(reason)], self._tail]
         if self.include_usage:  # the chunk's fields, then `"choices":[]` and the usage
-            parts += (self._head, b'[],"usage":', _dumps(usage_body(response.usage)), b"}\n\n")
+            parts += (self._head, b'[],"usage":', _dumps(usage_body(usage)), b"}\n\n")
         parts.append(DONE)
         return b"".join(parts)
 

@@ -11,11 +11,13 @@ into error events).
 
 What it leaves out, per stream: `httpx`'s client and response layers
 (cookies, URL merging, content decoding; the request asks for `identity`),
-three generator layers per chunk, and pricing (the proxy reports tokens, not
-cost). The events of one read go out in one write, and the closing events
-(finish reason, usage, `[DONE]`) are written before the connection goes back
-to the pool. Failures become the same typed errors `HttpClient` raises, and
-retries before the first byte follow the model's `RetryPolicy`.
+three generator layers per chunk, the whole `ModelResponse` at the end (the
+closing events need only the finish reason and usage: every delta was sent
+already), and pricing (the proxy reports tokens, not cost). The events of one
+read go out in one write, and the closing events (finish reason, usage,
+`[DONE]`) are written before the connection goes back to the pool. Failures
+become the same typed errors `HttpClient` raises, and retries before the
+first byte follow the model's `RetryPolicy`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import AsyncIterable
 
 import httpx
 
-from tidemill.errors import ProviderError, ProviderTimeout
+from tidemill.errors import MalformedToolCall, ProviderError, ProviderTimeout
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._failures import error_from_payload, error_from_response, redact
 from tidemill.llm._json import loads_object
@@ -39,7 +41,6 @@ from tidemill.llm._sse import ServerSentEvent, SSEDecoder
 from tidemill.llm._transport import StreamingTransport, Upstream, request_head
 from tidemill.llm.proxy._chunks import ChunkEncoder
 from tidemill.llm.proxy._streaming import Frames
-from tidemill.types import ResponseDone
 
 __all__ = ["ChatRelay"]
 
@@ -114,7 +115,13 @@ class ChatRelay:
                     if frame:
                         yield frame, False
                     raise failure
-            closing = frame + encoder.finish(ResponseDone(response=parser.finish()))
+            try:
+                end = parser.end()  # every delta went out: no whole response is needed
+            except (ProviderError, MalformedToolCall):  # cut short, or a call without a name
+                if frame:
+                    yield frame, False
+                raise
+            closing = frame + encoder.closing(end.finish_reason, end.usage)
             complete = True
             yield closing, True
         except ProviderError as exc:
