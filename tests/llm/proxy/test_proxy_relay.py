@@ -70,14 +70,13 @@ async def collect(frames: Frames) -> tuple[bytes, str | None]:
     return b"".join(sent), None
 
 
-@pytest.mark.parametrize(("provider", "fixture"), STREAMS, ids=[f for _, f in STREAMS])
-async def test_the_relay_sends_what_the_general_path_sends(
-    server: ReplayServer, provider: str, fixture: str
-) -> None:
-    body = fixture_bytes(fixture)
+async def both_paths(
+    server: ReplayServer, body: bytes, spec: str
+) -> tuple[tuple[bytes, str | None], tuple[bytes, str | None]]:
+    """What the relay and then the general path send for the same upstream `body`."""
     server.replies += [Reply(body), Reply(body)]
     router = router_for(server)
-    model = router.resolve(f"{provider}:model-x")
+    model = router.resolve(spec)
     relay = router.relay(model)
     assert isinstance(relay, ChatRelay)
     try:
@@ -85,6 +84,14 @@ async def test_the_relay_sends_what_the_general_path_sends(
         general = await collect(encoded(model.stream(HELLO), encoder()))
     finally:
         await router.aclose()
+    return fast, general
+
+
+@pytest.mark.parametrize(("provider", "fixture"), STREAMS, ids=[f for _, f in STREAMS])
+async def test_the_relay_sends_what_the_general_path_sends(
+    server: ReplayServer, provider: str, fixture: str
+) -> None:
+    fast, general = await both_paths(server, fixture_bytes(fixture), f"{provider}:model-x")
     assert fast == general
     assert server.seen[0].body == server.seen[1].body
     assert server.seen[0].headers["authorization"] == f"Bearer {API_KEY}"
@@ -140,16 +147,7 @@ async def test_the_end_of_the_stream_is_what_the_general_path_sends(
 ) -> None:
     # The relay ends a stream from the parser's finish reason and usage alone, without the
     # whole response: its closing events (and errors) must still be the general path's.
-    server.replies += [Reply(body), Reply(body)]
-    router = router_for(server)
-    model = router.resolve("openai:gpt-4o")
-    relay = router.relay(model)
-    assert isinstance(relay, ChatRelay)
-    try:
-        fast = await collect(relay.frames(HELLO, encoder()))
-        general = await collect(encoded(model.stream(HELLO), encoder()))
-    finally:
-        await router.aclose()
+    fast, general = await both_paths(server, body, "openai:gpt-4o")
     assert fast == general
 
 
