@@ -33,6 +33,7 @@ import cProfile
 import gc
 import importlib.metadata
 import io
+import json
 import os
 import platform
 import pstats
@@ -788,12 +789,32 @@ def _results_table(
     return table(headers, rows)
 
 
+def host_speed_ms() -> float:
+    """Milliseconds a fixed pure-Python workload takes here (fastest of 5).
+
+    The hosts these benchmarks run on vary several-fold in speed from one
+    hour to the next; printed at the start and end of a run, this tells
+    whether two runs' absolute numbers can be compared at all. The workload
+    allocates as an agent loop does (small dicts, lists, strings, JSON), as
+    a loop of additions alone would miss a host whose memory is the slow part.
+    """
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        rows = [{"i": i, "s": str(i), "l": [i, i + 1]} for i in range(100_000)]
+        rows.sort(key=lambda row: row["s"])
+        json.dumps(rows[:20_000])
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
 def report(
     results: Sequence[Result],
     plan: Plan,
     elapsed: float,
     pg_version: str,
     load: tuple[float, float, float],
+    speed: tuple[float, float],
 ) -> str:
     out = io.StringIO()
     p = out.write
@@ -801,6 +822,11 @@ def report(
     p(f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, load average")
     p(f" {load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; PostgreSQL {pg_version}\n")
     p("; ".join(versions()) + "\n")
+    p(
+        f"host speed: a fixed Python workload (benchmarks/agent_loop.py host_speed_ms) took"
+        f" {speed[0]:.0f} ms at start,"
+        f" {speed[1]:.0f} ms at end\n"
+    )
     p(
         f"us/iter = median over samples of (a run's wall time / N); a run is timed until its\n"
         f"answer is back and the loop has run what it left scheduled. A sample is one run, or\n"
@@ -927,9 +953,12 @@ async def main(args: argparse.Namespace) -> int:
         if not args.only or any(word.lower() in row.label.lower() for word in args.only)
     ]
     load = os.getloadavg()
+    speed_at_start = host_speed_ms()
     started = time.perf_counter()
     results = await measure(rows, plan)
-    print(report(results, plan, time.perf_counter() - started, pg_version, load))
+    elapsed = time.perf_counter() - started
+    speed = (speed_at_start, host_speed_ms())
+    print(report(results, plan, elapsed, pg_version, load, speed))
     failed = [c for c in target_checks(results) if not c.passed]
     return 1 if args.strict and failed else 0
 
