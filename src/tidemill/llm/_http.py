@@ -20,7 +20,15 @@ import asyncio
 import functools
 import http.cookiejar
 import importlib.metadata
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 
 import httpx
@@ -350,7 +358,7 @@ class HttpClient:
     async def _read_head(self, response: httpx.Response, *, stream: bool) -> _Opened:
         chunks = response.aiter_bytes()
         if response.status_code >= 400:
-            body = await _read_limited(chunks, _ERROR_BODY_LIMIT)
+            body = await read_error_body(chunks)
             await response.aclose()
             retry_after = parse_retry_after(response.headers)
             error = error_from_response(
@@ -417,7 +425,9 @@ class HttpClient:
         return _Retryable(error)
 
 
-async def _read_limited(chunks: AsyncIterator[bytes], limit: int) -> bytes:
+async def read_error_body(chunks: AsyncIterable[bytes]) -> bytes:
+    """The first 64 KiB of an error's body, reading no further than needed."""
+    limit = _ERROR_BODY_LIMIT
     parts: list[bytes] = []
     size = 0
     async for chunk in chunks:

@@ -70,6 +70,17 @@ async def collect(frames: Frames) -> tuple[bytes, str | None]:
     return b"".join(sent), None
 
 
+async def relay_once(server: ReplayServer, **options: Any) -> tuple[bytes, str | None]:
+    """What the relay of `openai:gpt-4o` sends for one request (router built with `options`)."""
+    router = router_for(server, **options)
+    relay = router.relay(router.resolve("openai:gpt-4o"))
+    assert isinstance(relay, ChatRelay)
+    try:
+        return await collect(relay.frames(HELLO, encoder()))
+    finally:
+        await router.aclose()
+
+
 async def both_paths(
     server: ReplayServer, body: bytes, spec: str
 ) -> tuple[tuple[bytes, str | None], tuple[bytes, str | None]]:
@@ -206,13 +217,7 @@ async def test_a_refusal_before_the_first_byte_is_retried_as_the_policy_says(
         Reply(busy, status=429, content_type="application/json"),
         Reply(fixture_bytes("openai-chat/text-stream.sse")),
     ]
-    router = router_for(server, retry=FAST_RETRY)
-    relay = router.relay(router.resolve("openai:gpt-4o"))
-    assert relay is not None
-    try:
-        sent, error = await collect(relay.frames(HELLO, encoder()))
-    finally:
-        await router.aclose()
+    sent, error = await relay_once(server, retry=FAST_RETRY)
     assert error is None
     assert b'"content":"420"' in sent
     assert len(server.seen) == 2
@@ -242,13 +247,7 @@ async def test_an_answer_that_is_no_event_stream_is_an_error(
     server: ReplayServer, reply: Reply, error: str
 ) -> None:
     server.replies.append(reply)
-    router = router_for(server)
-    relay = router.relay(router.resolve("openai:gpt-4o"))
-    assert relay is not None
-    try:
-        sent, raised = await collect(relay.frames(HELLO, encoder()))
-    finally:
-        await router.aclose()
+    sent, raised = await relay_once(server)
     assert sent == b""
     assert raised is not None and raised.startswith(error)
 
@@ -258,13 +257,7 @@ async def test_a_stream_cut_midway_keeps_what_came_and_ends_with_an_error(
 ) -> None:
     body = fixture_bytes("openai-chat/text-stream.sse")
     server.replies.append(Reply(body, cut_after=len(body) // 2))
-    router = router_for(server)
-    relay = router.relay(router.resolve("openai:gpt-4o"))
-    assert relay is not None
-    try:
-        sent, error = await collect(relay.frames(HELLO, encoder()))
-    finally:
-        await router.aclose()
+    sent, error = await relay_once(server)
     assert b'"content":"420"' in sent
     assert error == "ProviderError: The openai stream broke off: RemoteProtocolError."
 

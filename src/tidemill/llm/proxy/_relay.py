@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import json
-from collections.abc import AsyncIterable
 
 import httpx
 
 from tidemill.errors import MalformedToolCall, ProviderError, ProviderTimeout
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._failures import error_from_payload, error_from_response, redact
+from tidemill.llm._http import read_error_body
 from tidemill.llm._json import loads_object
 from tidemill.llm._model import ModelRequest
 from tidemill.llm._openai_chat import OpenAIChatModel
@@ -44,7 +44,6 @@ from tidemill.llm.proxy._streaming import Frames
 
 __all__ = ["ChatRelay"]
 
-_ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_SECONDS = 1.0
 """How long a finished stream waits for the end of the upstream's body, to reuse its connection."""
 _HEADS_KEPT = 16
@@ -184,7 +183,7 @@ class ChatRelay:
         if upstream.status < 400 and media_type != b"application/json" and not encoding:
             return upstream
         try:
-            body = await _read(upstream.body, _ERROR_BODY_LIMIT)
+            body = await read_error_body(upstream.body)
         except httpx.HTTPError as exc:
             raise self._unreachable(exc) from exc
         finally:
@@ -274,14 +273,3 @@ async def _read_some(upstream: Upstream, provider: str) -> bytes:
             provider=provider,
             retryable=True,
         ) from exc
-
-
-async def _read(body: AsyncIterable[bytes], limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    async for part in body:
-        parts.append(part)
-        size += len(part)
-        if size >= limit:
-            break
-    return b"".join(parts)[:limit]
