@@ -45,6 +45,7 @@ bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own enviro
 	$(BENCH)/bin/python benchmarks/proxy.py
 	$(BENCH)/bin/python benchmarks/engine.py
 	$(BENCH)/bin/python benchmarks/agent_steps.py
+	$(BENCH)/bin/python benchmarks/guardrails.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .tidemill

@@ -71,6 +71,14 @@ def test_detectors_keep_their_streaming_promises(category: str, value: str) -> N
         assert detector.partial.fullmatch(value + lookahead), (category, lookahead)
 
 
+@pytest.mark.parametrize(("category", "value"), POSITIVE_CASES)
+def test_every_match_holds_one_of_its_detectors_required_strings(category: str, value: str) -> None:
+    """A built-in skips texts without any of its `required` strings: each sample has one."""
+    required = DETECTORS[category].required
+    assert required, f"{category} names no required strings"
+    assert any(needle in value for needle in required), (category, value)
+
+
 def test_false_positive_rate_on_realistic_paragraphs() -> None:
     flagged = [(p, GUARD.scan(p)) for p in CLEAN_PARAGRAPHS if GUARD.scan(p)]
     rate = len(flagged) / len(CLEAN_PARAGRAPHS)

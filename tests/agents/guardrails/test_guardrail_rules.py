@@ -189,6 +189,21 @@ def test_custom_detectors_bring_their_own_checks() -> None:
     assert result.violations == (Violation("even_id", (0, 6), "ID****", kind="custom"),)
 
 
+def test_required_strings_decide_whether_a_pattern_runs() -> None:
+    def guard(*required: str) -> RuleGuardrail:
+        detector = Detector("code", re.compile(r"a.b[0-9]"), max_length=4, required=required)
+        return RuleGuardrail(pii=False, secrets=False, detectors=[detector])
+
+    text = "codes a-b1 and a.b2"
+    assert guard().redact(text) == "codes [CODE] and [CODE]"
+    # Present: the pattern runs over the whole text, not only after the string.
+    assert guard("a.b", "zz").redact(text) == "codes [CODE] and [CODE]"
+    # Absent: the pattern is not run, so even its true matches are left alone.
+    assert guard("zz").redact(text) == text
+    # Required strings are literal: "a.b" is not the pattern a.b.
+    assert guard("a.b").redact("code a-b1") == "code a-b1"
+
+
 @pytest.mark.parametrize(
     ("patterns", "message"),
     [

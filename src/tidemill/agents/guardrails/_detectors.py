@@ -8,8 +8,13 @@ regular expression cannot express (Luhn, IBAN mod-97, SSN ranges) live in
 
 The built-in patterns use explicit ASCII classes (never backslash-d, -w or -s),
 bound every repetition, and look ahead at most two characters, all of whose
-characters belong to the detector's own alphabet. `test_detectors.py`
-checks `max_length` and `partial` against every sample in the corpus.
+characters belong to the detector's own alphabet. Each begins with a literal
+or a character class, its lookbehind coming after those first characters
+(`sk-(?<![...]sk-)`, not `(?<![...])sk-`), so that `re` jumps straight to
+the places a match can start instead of trying every position; and each
+names the strings every match contains (`required`), so that a text holding
+none of them is not searched at all. `test_guardrail_corpus.py` checks
+`max_length`, `partial` and `required` against every sample in the corpus.
 """
 
 from __future__ import annotations
@@ -60,7 +65,14 @@ class Detector:
     """Given a match, the length of its valid part, or 0 to reject it."""
     mask: Callable[[str], str] | None = None
     """Renders a match for logs without revealing it; keeps two characters by default."""
+    required: tuple[str, ...] = ()
+    """Strings of which every match contains at least one (`("@",)` for an email).
+
+    A text that holds none of them is not searched, which makes clean text
+    cheap to scan. Empty (the default) always searches; leave it so when unsure,
+    since a wrong entry hides matches."""
     partial_tail: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+    required_any: re.Pattern[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.placeholder:
@@ -69,6 +81,11 @@ class Detector:
             # `partial` must match a whole suffix of the text: search for it anchored at the end.
             tail = re.compile(f"(?:{self.partial.pattern})\\Z", self.partial.flags)
             object.__setattr__(self, "partial_tail", tail)
+        if self.required:
+            # One search for any of them: `re` turns single characters into a class.
+            needles = sorted(self.required, key=len, reverse=True)
+            gate = re.compile("|".join(re.escape(needle) for needle in needles))
+            object.__setattr__(self, "required_any", gate)
 
     def masked(self, text: str) -> str:
         """Return `text` masked for display; never the text itself."""
@@ -337,6 +354,7 @@ def _detector(
     placeholder: str = "",
     refine: Callable[[str], int] | None = None,
     mask: Callable[[str], str] | None = None,
+    required: tuple[str, ...] = (),
 ) -> Detector:
     return Detector(
         category=category,
@@ -347,10 +365,12 @@ def _detector(
         partial=re.compile(partial),
         refine=refine,
         mask=mask,
+        required=required,
     )
 
 
 _TOKEN = "A-Za-z0-9_-"  # base64url, the alphabet of most API keys
+_DIGITS = tuple("0123456789")
 _PEM_BODY = r"A-Za-z0-9+/=\ \t\r\n:,-"  # base64 lines and the old encrypted-key headers
 
 _SECRETS = (
@@ -362,11 +382,12 @@ _SECRETS = (
         kind="secret",
         max_length=8300,
         partial=prefix_pattern("-----BEGIN ", f"[{_PEM_BODY}]{{0,8300}}"),
+        required=("-----BEGIN ",),
         mask=_mask_keep(_pem_header),
     ),
     _detector(
         "jwt",
-        rf"""(?<![{_TOKEN}])eyJ[{_TOKEN}]{{5,500}}\.ey[{_TOKEN}]{{5,4000}}\.[{_TOKEN}]{{0,700}}
+        rf"""eyJ(?<![{_TOKEN}]eyJ)[{_TOKEN}]{{5,500}}\.ey[{_TOKEN}]{{5,4000}}\.[{_TOKEN}]{{0,700}}
         (?![{_TOKEN}])""",
         kind="secret",
         max_length=5210,
@@ -375,6 +396,7 @@ _SECRETS = (
             rf"[{_TOKEN}]{{0,500}}(?:\.(?:e(?:y[{_TOKEN}]{{0,4000}}(?:\.[{_TOKEN}]{{0,701}})?)?)?)?",
         ),
         mask=lambda text: "eyJ****",
+        required=("eyJ",),
     ),
     _detector(
         "bearer_token",
@@ -385,38 +407,42 @@ _SECRETS = (
         partial="(?i:" + prefix_pattern("bearer", r"[ \t]{1,4}[A-Za-z0-9._~+/=-]{0,1025}") + ")",
         refine=_refine_bearer,
         mask=_mask_keep(lambda text: text.split()[0] + " "),
+        required=("Bearer", "bearer", "BEARER"),
     ),
     _detector(
         "anthropic_api_key",
-        rf"(?<![{_TOKEN}])sk-ant-[{_TOKEN}]{{20,200}}(?![{_TOKEN}])",
+        rf"sk-ant-(?<![{_TOKEN}]sk-ant-)[{_TOKEN}]{{20,200}}(?![{_TOKEN}])",
         kind="secret",
         max_length=210,
         partial=prefix_pattern("sk-ant-", f"[{_TOKEN}]{{0,201}}"),
         refine=_whole(lambda text: _mixed(text[7:])),
         mask=lambda text: "sk-ant-****",
+        required=("sk-ant-",),
     ),
     _detector(
         "openai_api_key",
-        rf"(?<![{_TOKEN}])sk-[{_TOKEN}]{{20,200}}(?![{_TOKEN}])",
+        rf"sk-(?<![{_TOKEN}]sk-)[{_TOKEN}]{{20,200}}(?![{_TOKEN}])",
         kind="secret",
         max_length=205,
         partial=prefix_pattern("sk-", f"[{_TOKEN}]{{0,201}}"),
         refine=_whole(lambda text: _mixed(text[3:])),
         mask=_mask_keep(_known_prefix("sk-proj-", "sk-svcacct-", "sk-admin-", "sk-")),
+        required=("sk-",),
     ),
     _detector(
         "aws_access_key_id",
-        r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])",
+        r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])",
         kind="secret",
         max_length=20,
         partial=prefix_pattern("AKIA", "[0-9A-Z]{0,16}")
         + "|"
         + prefix_pattern("ASIA", "[0-9A-Z]{0,16}"),
         mask=_mask_keep(lambda text: text[:4]),
+        required=("AKIA", "ASIA"),
     ),
     _detector(
         "github_token",
-        r"""(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,244})
+        r"""g(?<![A-Za-z0-9_]g)(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,244})
         (?![A-Za-z0-9_])""",
         kind="secret",
         max_length=260,
@@ -424,23 +450,26 @@ _SECRETS = (
         + "|"
         + prefix_pattern("github_pat_", "[A-Za-z0-9_]{0,244}"),
         mask=_mask_keep(_known_prefix("github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+        required=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     _detector(
         "slack_token",
-        r"(?<![A-Za-z0-9_-])xox[abeoprs]-[A-Za-z0-9-]{10,250}(?![A-Za-z0-9_-])",
+        r"xox(?<![A-Za-z0-9_-]xox)[abeoprs]-[A-Za-z0-9-]{10,250}(?![A-Za-z0-9_-])",
         kind="secret",
         max_length=260,
         partial=prefix_pattern("xox", "[abeoprs](?:-[A-Za-z0-9-]{0,251})?"),
         refine=_whole(lambda text: any(ch.isdigit() for ch in text[5:])),
         mask=_mask_keep(lambda text: text[:5]),
+        required=("xox",),
     ),
     _detector(
         "google_api_key",
-        rf"(?<![{_TOKEN}])AIza[{_TOKEN}]{{35}}(?![{_TOKEN}])",
+        rf"AIza(?<![{_TOKEN}]AIza)[{_TOKEN}]{{35}}(?![{_TOKEN}])",
         kind="secret",
         max_length=40,
         partial=prefix_pattern("AIza", f"[{_TOKEN}]{{0,36}}"),
         mask=lambda text: "AIza****",
+        required=("AIza",),
     ),
 )
 
@@ -449,16 +478,17 @@ _IPV4_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 _PII = (
     _detector(
         "credit_card",
-        r"(?<![0-9A-Za-z_])[0-9](?:[\ -]?[0-9]){12,18}(?![0-9])",
+        r"[0-9](?<![0-9A-Za-z_][0-9])(?:[\ -]?[0-9]){12,18}(?![0-9])",
         kind="pii",
         max_length=40,
         partial=r"[0-9][0-9 -]{0,40}",
         refine=_refine_card,
         mask=_mask_digits(4),
+        required=_DIGITS,
     ),
     _detector(
         "iban",
-        r"""(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}
+        r"""[A-Z](?<![A-Za-z0-9][A-Z])[A-Z][0-9]{2}
         (?:[A-Z0-9]{11,30}|(?:\ [A-Z0-9]{4}){2,7}(?:\ [A-Z0-9]{1,4})?)
         (?![A-Za-z0-9])""",
         kind="pii",
@@ -466,20 +496,21 @@ _PII = (
         partial=r"[A-Z](?:[A-Z](?:[0-9](?:[0-9][A-Z0-9 ]{0,42})?)?)?",
         refine=_refine_iban,
         mask=_mask_iban,
+        required=_DIGITS,
     ),
     _detector(
         "ssn",
-        r"(?<![0-9A-Za-z_.-])[0-9]{3}([\ -])[0-9]{2}\1[0-9]{4}(?![0-9A-Za-z_]|[.-][0-9])",
+        r"[0-9](?<![0-9A-Za-z_.-][0-9])[0-9]{2}([\ -])[0-9]{2}\1[0-9]{4}(?![0-9A-Za-z_]|[.-][0-9])",
         kind="pii",
         max_length=12,
         partial=r"[0-9][0-9 .-]{0,12}",
         refine=_whole(_ssn_fits),
         mask=_mask_digits(2),
+        required=_DIGITS,
     ),
     _detector(
         "email",
-        r"""(?<![A-Za-z0-9._%+@-])
-        [A-Za-z0-9][A-Za-z0-9._%+-]{0,63}
+        r"""[A-Za-z0-9](?<![A-Za-z0-9._%+@-][A-Za-z0-9])[A-Za-z0-9._%+-]{0,63}
         @(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,4}[A-Za-z]{2,24}
         (?![A-Za-z0-9_%+@-]|\.[A-Za-z0-9])""",
         kind="pii",
@@ -487,23 +518,30 @@ _PII = (
         partial=r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}(?:@[A-Za-z0-9.-]{0,290})?",
         refine=_whole(_email_fits),
         mask=_mask_email,
+        required=("@",),
     ),
     _detector(
         "phone",
         # International (`+44 20 7946 0958`, `+14155550100`) or North American
         # (`(415) 555-0100`, `415.555.0100`, `1-800-555-0199`). Bare digit runs are
         # not phone numbers: they are ids, amounts and timestamps.
-        r"""(?<![0-9A-Za-z_+])\+[1-9][0-9]{0,14}
+        # Both start with one character class; which one it was is read back by a
+        # lookbehind, so that `re` only tries the places that have one of them.
+        r"""[+(1-9]
+        (?:(?<=\+)(?<![0-9A-Za-z_+]\+)[1-9][0-9]{0,14}
             (?:[\ .-]?\([0-9]{1,4}\)[0-9]{0,8}|[\ .-][0-9]{1,8}){0,6}
-            (?![0-9]|[.-][0-9])
-        |(?<![0-9A-Za-z_+.-])(?:1[\ .-]?)?(?:\([2-9][0-9]{2}\)\ ?|[2-9][0-9]{2}[\ .-])
-            [2-9][0-9]{2}[\ .-][0-9]{4}
-            (?![0-9]|[.-][0-9])""",
+          |(?<![0-9A-Za-z_+.-][(1-9])
+            (?:(?<=1)[\ .-]?(?:\([2-9][0-9]{2}\)\ ?|[2-9][0-9]{2}[\ .-])
+              |(?<=\()[2-9][0-9]{2}\)\ ?
+              |(?<=[2-9])[0-9]{2}[\ .-])
+            [2-9][0-9]{2}[\ .-][0-9]{4})
+        (?![0-9]|[.-][0-9])""",
         kind="pii",
         max_length=110,
         partial=r"\+(?:[1-9][0-9 ().-]{0,110})?|[0-9(][0-9 ().-]{0,20}",
         refine=_whole(_phone_fits),
         mask=_mask_digits(2),
+        required=_DIGITS,
     ),
     _detector(
         "ipv6",
@@ -514,6 +552,7 @@ _PII = (
         partial=r"[0-9A-Fa-f:][0-9A-Fa-f:.]{0,46}",
         refine=_refine_ipv6,
         mask=_mask_ipv6,
+        required=(":",),
     ),
     _detector(
         "ipv4",
@@ -524,6 +563,7 @@ _PII = (
         partial=r"[0-9][0-9.]{0,16}",
         refine=_whole(_ipv4_fits),
         mask=_mask_ipv4,
+        required=_DIGITS,
     ),
 )
 

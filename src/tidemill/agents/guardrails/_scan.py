@@ -57,6 +57,9 @@ _UNSET: tuple[int, int] = (-1, -1)
 
 def _first_valid(detector: Detector, text: str, pos: int) -> tuple[int, int] | None:
     """The first match at or after `pos` that `refine` accepts, as (start, end)."""
+    gate = detector.required_any
+    if gate is not None and gate.search(text, pos) is None:
+        return None
     search = detector.pattern.search
     refine = detector.refine
     while True:
@@ -142,6 +145,9 @@ def next_decision(
 
 def scan(text: str, detectors: Sequence[Detector]) -> list[Found]:
     """Every match in a complete text, in order, none overlapping."""
+    detectors = _candidates(text, detectors)
+    if not detectors:
+        return []
     cache: list[tuple[int, int] | None] = [_UNSET] * len(detectors)
     found: list[Found] = []
     pos = 0
@@ -151,6 +157,25 @@ def scan(text: str, detectors: Sequence[Detector]) -> list[Found]:
             return found
         found.append(decision.found)
         pos = decision.found.end
+
+
+def _candidates(text: str, detectors: Sequence[Detector]) -> Sequence[Detector]:
+    """The detectors whose required strings `text` holds, in order.
+
+    Detectors that share their required strings (the digits) share one search.
+    """
+    present: dict[str, bool] = {}
+    kept: list[Detector] = []
+    for detector in detectors:
+        gate = detector.required_any
+        if gate is not None:
+            hit = present.get(gate.pattern)
+            if hit is None:
+                hit = present[gate.pattern] = gate.search(text) is not None
+            if not hit:
+                continue
+        kept.append(detector)
+    return kept
 
 
 def redact(text: str, found: Sequence[Found]) -> str:
