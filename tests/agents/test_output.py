@@ -95,3 +95,100 @@ def test_bad_output_specs_are_refused() -> None:
 
     with pytest.raises(ConfigurationError, match="Cannot use"):
         OutputSpec.of(Opaque)
+
+
+# -- the schema sent to the model as a native output format -----------------------------------
+
+
+async def test_the_schema_goes_to_a_model_that_takes_an_output_format() -> None:
+    model = ScriptedModel(['{"port": "Brest"}', '{"port": "Brest", "height_m": 6}'])
+    runtime = AgentRuntime(model=model, output=OutputSpec.of(Tide), max_iterations=5)
+    response = await runtime.arun("High tide?")
+    # Validation still decides: the first answer was sent back, the second accepted.
+    assert response.output == Tide(port="Brest", height_m=6.0)
+    formats = [request.output_format for request in model.requests]
+    assert len(formats) == 2
+    for fmt in formats:
+        assert fmt is not None
+        assert (fmt.name, fmt.schema, fmt.strict) == (
+            "final_answer",
+            Tide.model_json_schema(),
+            False,
+        )
+
+
+async def test_no_output_format_without_output_or_for_a_model_that_cannot_take_one() -> None:
+    plain = ScriptedModel(["done"])
+    await AgentRuntime(model=plain).arun("?")
+    assert plain.requests[0].output_format is None
+
+    class PromptOnly(ScriptedModel):
+        supports_output_format = False
+
+    model = PromptOnly(['{"port": "Brest", "height_m": 6}'])
+    response = await AgentRuntime(model=model, output=OutputSpec.of(Tide)).arun("?")
+    assert response.output == Tide(port="Brest", height_m=6.0)
+    assert model.requests[0].output_format is None
+
+
+async def test_a_schema_whose_root_is_not_an_object_stays_in_the_prompt() -> None:
+    model = ScriptedModel(["[1, 2]"])
+    spec = OutputSpec.of(list[int])
+    assert spec.format is None
+    response = await AgentRuntime(model=model, output=spec).arun("?")
+    assert response.output == [1, 2]
+    assert model.requests[0].output_format is None
+
+
+def test_strict_output_specs() -> None:
+    spec = OutputSpec.of(Tide, strict=True)
+    assert spec.format is not None and spec.format.strict
+    assert spec.parse('{"port": "Brest", "height_m": 6}') == (
+        {"port": "Brest", "height_m": 6.0},
+        [],
+    )
+
+    class Tags(pydantic.BaseModel):
+        counts: dict[str, int]
+
+    with pytest.raises(ConfigurationError, match="cannot be made strict") as info:
+        OutputSpec.of(Tags, strict=True)
+    assert info.value.hint and "strict=False" in info.value.hint
+
+
+async def test_an_anthropic_forced_tool_answer_becomes_the_validated_output() -> None:
+    import json
+
+    import httpx
+
+    from tidemill.llm import AnthropicModel
+
+    sent: list[dict[str, object]] = []
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        content = [
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "final_answer",
+                "input": {"port": "Oban", "height_m": 4},
+            }
+        ]
+        body = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": content,
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 5, "output_tokens": 3},
+        }
+        return httpx.Response(200, json=body)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(reply))
+    model = AnthropicModel("claude-test", api_key="sk-ant-test", http_client=client)
+    response = await AgentRuntime(model=model, output=OutputSpec.of(Tide)).arun("High tide?")
+    await client.aclose()
+    assert response.output == Tide(port="Oban", height_m=4.0)
+    assert sent[0]["tool_choice"] == {"type": "tool", "name": "final_answer"}

@@ -283,12 +283,23 @@ async def test_crossing_a_bound_fails_the_step_naming_it(
     assert len(await engine.usage(run_id)) == len(model.requests)
 
 
-@pytest.mark.parametrize("bound", ["max_input_tokens", "max_output_tokens", "max_total_tokens"])
-async def test_token_bounds(engine: AsyncEngine, bound: str) -> None:
+@pytest.mark.parametrize(
+    ("bound", "sent"),
+    [
+        # The input is estimated before the call: a call that would cross is never sent.
+        ("max_input_tokens", False),
+        ("max_total_tokens", False),
+        # Output is known only from the answer: the answer is kept, the run stops after it.
+        ("max_output_tokens", True),
+    ],
+)
+async def test_token_bounds(engine: AsyncEngine, bound: str, sent: bool) -> None:
     model = ScriptedModel(["x" * 400])
     error = await failure(engine, agent_flow({"limits": {bound: 10}}, user="y" * 400), model)
     assert (error["type"], error["limit"], error["value"]) == ("LimitExceeded", bound, 10)
-    assert [m["role"] for m in error["transcript"]] == ["user", "assistant"]
+    expected = ["user", "assistant"] if sent else ["user"]
+    assert [m["role"] for m in error["transcript"]] == expected
+    assert len(model.requests) == int(sent)
 
 
 async def test_max_duration_stops_a_slow_tool(engine: AsyncEngine) -> None:

@@ -268,3 +268,10 @@ async def test_tools_are_supported_only_when_every_model_supports_them() -> None
     no_tools.supports_tools = False
     assert not FallbackModel([ScriptedModel(), no_tools]).supports_tools
     assert FallbackModel([ScriptedModel(), ScriptedModel()]).supports_tools
+
+
+def test_output_formats_are_sent_only_when_every_model_takes_them() -> None:
+    refuses = ScriptedModel()
+    refuses.supports_output_format = False
+    assert FallbackModel([ScriptedModel(), ScriptedModel()]).supports_output_format
+    assert not FallbackModel([ScriptedModel(), refuses]).supports_output_format

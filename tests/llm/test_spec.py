@@ -15,9 +15,10 @@ from tidemill.llm import (
     OpenAIResponsesModel,
     ScriptedModel,
     VertexGeminiModel,
+    _spec,
     resolve_model,
 )
-from tidemill.llm._spec import OPENAI_COMPATIBLE
+from tidemill.llm._spec import DEFAULT_MODELS, KNOWN_PROVIDERS, OPENAI_COMPATIBLE
 
 
 @pytest.mark.parametrize(
@@ -141,9 +142,87 @@ def test_a_known_provider_without_an_adapter_would_refuse_clearly(
     assert "openai-compatible" in str(caught.value) and "gemini" in str(caught.value)
 
 
-def test_a_provider_without_a_model() -> None:
-    with pytest.raises(ConfigurationError, match="names a provider but no model"):
-        resolve_model("anthropic", api_key="k")
+def test_model_option_names_the_model() -> None:
+    # The seed's `.llm("anthropic", model="claude-sonnet-4-5")`.
+    model = resolve_model("anthropic", model="claude-sonnet-4-5", api_key="k")
+    assert isinstance(model, AnthropicModel)
+    assert (model.provider, model.model_name) == ("anthropic", "claude-sonnet-4-5")
+    ollama = resolve_model("ollama", model="llama3.2:3b")
+    assert (ollama.provider, ollama.model_name) == ("ollama", "llama3.2:3b")
+
+
+def test_model_option_agreeing_with_the_spec_is_accepted() -> None:
+    model = resolve_model("openai:gpt-4o", model="gpt-4o", api_key="k")
+    assert model.model_name == "gpt-4o"
+
+
+@pytest.mark.parametrize("spec", ["anthropic:claude-opus-4-1", "claude-opus-4-1"])
+def test_model_option_conflicting_with_the_spec_is_refused(spec: str) -> None:
+    with pytest.raises(ConfigurationError, match="already names the model 'claude-opus-4-1'") as e:
+        resolve_model(spec, model="claude-sonnet-4-5", api_key="k")
+    assert "model='claude-sonnet-4-5'" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", ["", "  ", 4])
+def test_model_option_must_be_a_model_id(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="model= must be a model id"):
+        resolve_model("openai", model=bad, api_key="k")
+
+
+@pytest.mark.parametrize(
+    ("provider", "default", "options"),
+    [
+        ("openai", "gpt-4o-mini", {}),
+        ("openai-responses", "gpt-4o-mini", {}),
+        ("anthropic", "claude-sonnet-4-5", {}),
+        ("anthropic-vertex", "claude-sonnet-4-5@20250929", {"project": "p"}),
+        ("gemini", "gemini-2.5-flash", {}),
+        ("vertex", "gemini-2.5-flash", {"project": "p"}),
+        ("mistral", "mistral-small-latest", {}),
+        ("deepseek", "deepseek-chat", {}),
+        ("groq", "llama-3.3-70b-versatile", {}),
+        ("together", "meta-llama/Llama-3.3-70B-Instruct-Turbo", {}),
+        ("openrouter", "openai/gpt-4o-mini", {}),
+    ],
+)
+async def test_a_provider_alone_gets_its_default_model(
+    provider: str, default: str, options: dict[str, str]
+) -> None:
+    assert DEFAULT_MODELS[provider] == default
+    model = resolve_model(provider, api_key="k", **options)
+    assert (model.provider, model.model_name) == (provider, default)
+    await model.aclose()
+
+
+def test_every_default_is_a_known_provider_and_the_table_is_complete() -> None:
+    assert set(DEFAULT_MODELS) <= KNOWN_PROVIDERS
+    # Every callable provider either has a default or refuses, saying why.
+    assert set(DEFAULT_MODELS) | set(_spec._WHY_NO_DEFAULT) == set(_spec._CALLABLE)
+    assert not set(DEFAULT_MODELS) & set(_spec._WHY_NO_DEFAULT)
+
+
+@pytest.mark.parametrize(
+    ("provider", "why"),
+    [
+        ("azure", "deployments you name yourself"),
+        ("bedrock", "differ by account and region"),
+        ("ollama", "models you pulled"),
+        ("vllm", "model it was started with"),
+        ("openai-compatible", "which models it serves"),
+    ],
+)
+def test_a_provider_without_a_default_says_how_to_name_the_model(provider: str, why: str) -> None:
+    with pytest.raises(ConfigurationError, match="names a provider but no model") as caught:
+        resolve_model(provider, api_key="k", base_url="http://h")
+    message = str(caught.value)
+    assert why in message
+    assert f"'{provider}:<model id>'" in message and "model='<model id>'" in message
+
+
+def test_model_option_is_not_passed_on_to_the_adapter() -> None:
+    # `model` is taken out of the options: it is never passed on as an adapter option.
+    model = resolve_model("openai", model="gpt-4.1-mini", api_key="k", temperature=0)
+    assert (model.model_name, model.settings) == ("gpt-4.1-mini", {"temperature": 0})
 
 
 def test_the_offline_model_is_unchanged() -> None:

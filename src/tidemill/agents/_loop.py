@@ -39,7 +39,7 @@ from tidemill.errors import (
     OutputValidationError,
     ToolRetriesExceeded,
 )
-from tidemill.llm import Model, ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm import Model, ModelRequest, ModelSettings, ModelStreamEvent, OutputFormat
 from tidemill.types import (
     AgentResponse,
     ApprovalRequired,
@@ -97,12 +97,18 @@ class AgentLoop:
     tracer: Tracer = field(default_factory=NullTracer)
     _system: str = field(init=False, repr=False)
     _system_message: tuple[Message, ...] = field(init=False, repr=False)
+    _output_format: OutputFormat | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         parts = [p for p in (self.system_prompt, self.output and self.output.instructions) if p]
         object.__setattr__(self, "_system", "\n\n".join(parts))
         message = (Message.system(self._system),) if self._system else ()
         object.__setattr__(self, "_system_message", message)
+        # The output schema goes to models that take it natively, on every request
+        # that may bring the final answer; the answer is still validated in `_finish`.
+        native = self.output is not None and self.model.supports_output_format
+        fmt = self.output.format if native and self.output is not None else None
+        object.__setattr__(self, "_output_format", fmt)
 
     async def remember(self, writer: ThreadWriter) -> None:
         """At the start of a run, let the memory condense older turns, journaling the result."""
@@ -174,12 +180,18 @@ class AgentLoop:
             await self._check_bounds(writer, bounds)
 
             response: ModelResponse | None = None
-            request = ModelRequest(self._context(writer), self.runner.tools.definitions(), settings)
+            request = ModelRequest(
+                self._context(writer),
+                self.runner.tools.definitions(),
+                settings,
+                self._output_format,
+            )
+            request = await limits.prepare(request, writer, self) if limits.tokens else request
             try:
                 with self.tracer.model_span(
                     self.model.model_name,
                     provider=self.model.provider,
-                    settings=settings,
+                    settings=request.settings,
                     messages=request.messages,
                     parent=writer.span,
                 ) as span:
@@ -205,7 +217,7 @@ class AgentLoop:
 
             turn = ModelTurn(response=response)
             calls = response.message.tool_calls
-            crossed = limits.after_response(state.usage + response.usage) if limits.tokens else None
+            crossed = limits.after_turn(state.usage, request, response) if limits.tokens else None
             if crossed is not None:
                 await self._stop(writer, crossed, turn, calls)
             if not calls:

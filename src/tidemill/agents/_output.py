@@ -13,6 +13,8 @@ import pydantic
 from pydantic import JsonValue, TypeAdapter
 
 from tidemill.errors import ConfigurationError
+from tidemill.llm import OutputFormat
+from tidemill.llm._strict_schema import strict_json_schema
 
 __all__ = ["OutputSpec"]
 
@@ -27,6 +29,12 @@ class OutputSpec:
     type pydantic understands) gives back validated instances; a JSON Schema
     dict gives back the validated JSON value.
 
+    When the schema's root is an object, `format` carries it to models that
+    take a native output format (`Model.supports_output_format`): OpenAI's
+    `json_schema`, Gemini's `responseSchema`, a forced tool on Anthropic and
+    Bedrock. The answer is validated here all the same, and an invalid one
+    is sent back for correction (`retries`).
+
     Example:
         >>> from pydantic import BaseModel
         >>> class City(BaseModel):
@@ -39,23 +47,56 @@ class OutputSpec:
         City(name='Lyon', population=522250)
         >>> spec.parse('{"name": "Lyon"}')[1]
         ['population: Field required']
+        >>> spec.format.name, spec.format.strict
+        ('final_answer', False)
     """
 
     schema: dict[str, JsonValue]
     """The JSON Schema the answer must match; sent to the model."""
     retries: int = 2
     """How many invalid answers the model may correct before the run fails."""
+    strict: bool = False
+    """Ask for OpenAI's strict mode (the schema must fit its strict subset)."""
     _adapter: TypeAdapter[Any] | None = field(default=None, repr=False, compare=False)
+    format: OutputFormat | None = field(init=False, repr=False, compare=False)
+    """The native output format sent to models that take one; `None` when the
+    schema's root is not an object (forced tools and OpenAI need one)."""
+
+    def __post_init__(self) -> None:
+        output_format = None
+        if self.schema.get("type") == "object":
+            output_format = OutputFormat(schema=self.schema, strict=self.strict)
+        object.__setattr__(self, "format", output_format)
 
     @classmethod
-    def of(cls, output: type[Any] | Mapping[str, JsonValue], *, retries: int = 2) -> OutputSpec:
+    def of(
+        cls,
+        output: type[Any] | Mapping[str, JsonValue],
+        *,
+        retries: int = 2,
+        strict: bool = False,
+    ) -> OutputSpec:
         """Build a spec from a type or a JSON Schema.
 
+        Args:
+            output: A pydantic model (or any type pydantic understands), or a JSON Schema.
+            retries: How many invalid answers the model may correct.
+            strict: Send the schema in OpenAI's strict mode (other providers ignore it).
+
         Raises:
-            ConfigurationError: When the schema is invalid or the type has no schema.
+            ConfigurationError: When the schema is invalid, the type has no
+                schema, or `strict` is asked for a schema that cannot be strict.
         """
         if retries < 0:
             raise ConfigurationError("Output retries must not be negative.")
+        spec = cls._of(output, retries)
+        if strict:
+            strict_json_schema(spec.schema)  # refuse now, not at the first model call
+            spec = cls(schema=spec.schema, retries=retries, strict=True, _adapter=spec._adapter)
+        return spec
+
+    @classmethod
+    def _of(cls, output: type[Any] | Mapping[str, JsonValue], retries: int) -> OutputSpec:
         if isinstance(output, Mapping):
             schema = dict(output)
             try:

@@ -442,7 +442,7 @@ class AsyncEngine:
         """Run a worker in this process for the duration of the block.
 
         Options are `Worker`'s (`lease`, `poll`, `pool_size`, `on_event`, `models`,
-        `metrics`).
+        `metrics`, `http_client`).
         """
         store = await self._open()
         worker = Worker(

@@ -3,6 +3,9 @@
 Workers take a `ModelResolver` as an argument (`engine.worker(models=...)`,
 `Worker(models=...)`). The default builds the model from its spec with the
 provider layer; tests and offline demos pass one that returns scripted models.
+A worker that builds its own models hands every one of them the worker's
+one `httpx` client (`default_models(choice, http_client=...)`), so all its
+steps share one connection pool.
 """
 
 from __future__ import annotations
@@ -10,11 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from tidemill.errors import MissingCredentialsError
-from tidemill.llm import Model, resolve_model
+import httpx
 
-__all__ = ["ModelCache", "ModelChoice", "ModelResolver", "default_models"]
+from tidemill.errors import ConfigurationError, MissingCredentialsError
+from tidemill.llm import Model, parse_model_spec, resolve_model
+
+__all__ = ["ModelCache", "ModelChoice", "ModelResolver", "default_models", "sends_requests"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,17 +48,29 @@ ModelResolver = Callable[[ModelChoice], Model]
 """Builds the model for an AI step."""
 
 
-def default_models(choice: ModelChoice) -> Model:
+def default_models(choice: ModelChoice, *, http_client: httpx.AsyncClient | None = None) -> Model:
     """Build the model from its spec with the provider layer.
+
+    Args:
+        choice: The step's model settings.
+        http_client: The `httpx` client the model sends its requests with,
+            left open when the model is closed; None: the model makes its
+            own. Offline models (`fake`) take none.
 
     Raises:
         MissingCredentialsError: `api_key: env:NAME` names an unset variable.
 
     Example:
+        >>> import asyncio, httpx
         >>> default_models(ModelChoice("fake")).provider
         'scripted'
+        >>> client = httpx.AsyncClient()
+        >>> model = default_models(ModelChoice("ollama:llama3"), http_client=client)
+        >>> model.http.owns_client
+        False
+        >>> asyncio.run(client.aclose())
     """
-    options: dict[str, str] = {}
+    options: dict[str, Any] = {}
     if choice.base_url:
         options["base_url"] = choice.base_url
     if choice.api_key:
@@ -66,16 +84,33 @@ def default_models(choice: ModelChoice) -> Model:
                 context={"env": [name]},
             )
         options["api_key"] = key
+    if http_client is not None and sends_requests(choice.spec):
+        options["http_client"] = http_client
     return resolve_model(choice.spec, **options)
+
+
+def sends_requests(spec: str) -> bool:
+    """Whether the model of `spec` calls a provider over HTTP (the scripted one does not).
+
+    Example:
+        >>> sends_requests("openai:gpt-4o-mini"), sends_requests("fake")
+        (True, False)
+    """
+    try:
+        return parse_model_spec(spec).provider not in {"fake", "scripted"}
+    except ConfigurationError:
+        return True  # resolve_model raises the same error, with its hint
 
 
 class ModelCache:
     """Builds each model once and reuses it for every step that names it.
 
-    A worker wraps the default resolver in one, so its steps share each
-    model's HTTP connections (building a client costs tens of milliseconds:
-    it loads the certificate store) and closes them when it stops. Models
-    are keyed by spec, base URL and key variable, not by step.
+    A worker wraps its default resolver in one: each model (its settings,
+    its retries) is built once, not per step, and the worker closes them
+    when it stops. The models all send through the worker's one `httpx`
+    client (building a client costs tens of milliseconds: it loads the
+    certificate store). Models are keyed by spec, base URL and key
+    variable, not by step.
 
     Example:
         >>> import asyncio

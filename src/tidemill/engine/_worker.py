@@ -5,6 +5,11 @@ When its lease is lost (the worker stalled and another took the job over, or
 the run was cancelled) it stops that job and its late write is refused. A
 worker keeps nothing that another needs: kill it anywhere and another worker
 takes its jobs when their leases run out.
+
+A worker that builds its own models (no `models=`) is the composition root
+of their HTTP: it makes one `httpx` client (`new_http_client`) on its first
+AI step, hands it to every model it builds, whatever the provider, and
+closes it after them when `run` ends.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
 from tidemill.engine._advance import (
     Outcome,
     SpawnPlan,
@@ -33,11 +40,19 @@ from tidemill.engine._agent_pause import AgentPause
 from tidemill.engine._children import ChildWait
 from tidemill.engine._execute import ApprovalPlan, StepEnv, execute, stop_requested
 from tidemill.engine._ids import new_id
-from tidemill.engine._models import ModelCache, ModelResolver, default_models
+from tidemill.engine._models import (
+    ModelCache,
+    ModelChoice,
+    ModelResolver,
+    default_models,
+    sends_requests,
+)
 from tidemill.engine._pool import ScriptPool
 from tidemill.engine._scope import Definitions
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
 from tidemill.flows import Step
+from tidemill.llm import Model
+from tidemill.llm._http import new_http_client
 from tidemill.store import ApprovalRow, JobRow, RunRow, Store, Tx
 
 if TYPE_CHECKING:
@@ -75,12 +90,37 @@ class Worker:
         models: Builds the model of each AI step (default: from its spec, with
             the provider layer, once per spec for the worker's life; pass a
             resolver of scripted models offline).
+        http_client: The `httpx` client the models the worker builds itself
+            (no `models=`) send their requests with; it stays the caller's
+            to close. By default the worker makes one on its first AI step
+            and closes it when `run` ends. Either way every such model, of
+            every provider, shares it (one connection pool per worker; each
+            model keeps its own timeout and retries). The client belongs to
+            the event loop `run` runs on (all the worker's steps run there):
+            give a worker a client no other loop uses.
         max_claims: A job claimed more often than this (each worker holding it
             died or hung past its lease) fails with `WorkerLost` instead of
             being run again.
         metrics: Where AI steps count their model calls, tokens, tool calls
             and bound crossings (see `tidemill.engine._metrics`); None (the
             default) records nothing.
+
+    Example:
+        >>> import asyncio
+        >>> from tidemill.engine import AsyncEngine, ModelChoice
+        >>> from tidemill.llm import new_http_client
+        >>> async def main() -> None:
+        ...     client = new_http_client()  # one for the process, closed by whoever made it
+        ...     async with AsyncEngine("sqlite:///:memory:", migrate=True) as engine:
+        ...         async with engine.worker(http_client=client) as worker:
+        ...             fast = worker.models(ModelChoice("ollama:llama3"))
+        ...             smart = worker.models(ModelChoice("ollama:qwen3"))
+        ...             print(fast.http.owns_client, smart.http.owns_client)
+        ...         print(client.is_closed)  # the worker stopped; the client is still ours
+        ...     await client.aclose()
+        >>> asyncio.run(main())
+        False False
+        False
     """
 
     def __init__(
@@ -98,6 +138,7 @@ class Worker:
         models: ModelResolver | None = None,
         max_claims: int = 10,
         metrics: Metrics | None = None,
+        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.store = store
         self.concurrency = max(1, concurrency)
@@ -108,7 +149,9 @@ class Worker:
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
         self.on_event = on_event
         self.on_run_ended = on_run_ended
-        self._own_models = ModelCache(default_models) if models is None else None
+        self._given_http = http_client
+        self._http: httpx.AsyncClient | None = None
+        self._own_models = ModelCache(self._build_model) if models is None else None
         self.models: ModelResolver = models or self._own_models or default_models
         self.max_claims = max_claims
         self.metrics = metrics
@@ -127,6 +170,29 @@ class Worker:
     def wake(self) -> None:
         """Claim again now (new jobs were queued in this process)."""
         self._wake.set()
+
+    def _build_model(self, choice: ModelChoice) -> Model:
+        """The default resolver: a model from its spec, on the worker's one client."""
+        client = self._http_client() if sends_requests(choice.spec) else None
+        return default_models(choice, http_client=client)
+
+    def _http_client(self) -> httpx.AsyncClient:
+        """The `httpx` client the worker's own models share (made on first use)."""
+        if self._given_http is not None:
+            return self._given_http
+        if self._http is None or self._http.is_closed:
+            self._http = new_http_client()
+        return self._http
+
+    async def _close_models(self) -> None:
+        """Close the models built here, then the client they shared (if the worker's)."""
+        try:
+            if self._own_models is not None:
+                await self._own_models.aclose()
+        finally:
+            client, self._http = self._http, None
+            if client is not None:
+                await client.aclose()
 
     def _script_pool(self) -> ScriptPool:
         if self._pool is None:
@@ -168,9 +234,10 @@ class Worker:
                         await self._pool.close()
                         self._pool = None
                 finally:
-                    await self._journals.aclose()
-                    if self._own_models is not None:
-                        await self._own_models.aclose()
+                    try:
+                        await self._journals.aclose()
+                    finally:
+                        await self._close_models()
 
     async def _idle(self, stop: asyncio.Event) -> None:
         """Sleep until woken, a slot frees, `stop` is set, or the poll interval passes."""

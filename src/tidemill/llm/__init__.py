@@ -16,6 +16,13 @@ each HTTP adapter speaks one wire format directly with `httpx`:
   API key), its streams in AWS event-stream framing;
 - `ScriptedModel`: offline and deterministic, for tests and demos.
 
+Structured output: `ModelRequest(..., output_format=OutputFormat(name,
+schema, strict=...))` asks for JSON text of a shape, in each vendor's own
+form (OpenAI `response_format`/`text.format`, Gemini `responseSchema`, a
+forced tool on Anthropic and Bedrock, whose call comes back as the text);
+`strict=True` rewrites the schema for OpenAI's strict mode
+(`strict_json_schema`).
+
 `FallbackModel` wraps several models and tries the next when one is rate
 limited or down (`resolve_model([...])` builds one). Every HTTP adapter
 prices its answers (`Usage.cost_usd`) with the optional `genai-prices`
@@ -40,16 +47,31 @@ from tidemill.llm._bedrock import BedrockModel
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._fallback import FallbackModel, should_fall_back
 from tidemill.llm._gemini import GeminiModel, VertexGeminiModel
-from tidemill.llm._model import Model, ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._http import new_http_client
+from tidemill.llm._model import (
+    Model,
+    ModelRequest,
+    ModelSettings,
+    ModelStreamEvent,
+    OutputFormat,
+)
 from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._openai_dialects import DIALECTS, OpenAIDialect
 from tidemill.llm._openai_responses import OpenAIResponsesModel
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._scripted import Answer, Handler, ScriptedModel
-from tidemill.llm._spec import KNOWN_PROVIDERS, ModelSpec, parse_model_spec, resolve_model
+from tidemill.llm._spec import (
+    DEFAULT_MODELS,
+    KNOWN_PROVIDERS,
+    ModelSpec,
+    parse_model_spec,
+    resolve_model,
+)
 from tidemill.llm._sse import ServerSentEvent, SSEDecoder
+from tidemill.llm._strict_schema import strict_json_schema
 
 __all__ = [
+    "DEFAULT_MODELS",
     "DIALECTS",
     "KNOWN_PROVIDERS",
     "Answer",
@@ -72,13 +94,16 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIDialect",
     "OpenAIResponsesModel",
+    "OutputFormat",
     "RetryPolicy",
     "SSEDecoder",
     "ScriptedModel",
     "ServerSentEvent",
     "StreamParser",
     "VertexGeminiModel",
+    "new_http_client",
     "parse_model_spec",
     "resolve_model",
     "should_fall_back",
+    "strict_json_schema",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Literal
 
 import httpx
@@ -18,13 +18,20 @@ from tidemill.llm._anthropic_wire import (
     ImageBlock,
     MessageParam,
     MessagesRequest,
+    ToolChoiceParam,
     ToolParam,
     ToolResultBlock,
 )
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._failures import ErrorReporter
+from tidemill.llm._forced_output import (
+    forced_choice,
+    forced_text,
+    forced_text_stream,
+    output_tool,
+)
 from tidemill.llm._json import JsonObject
-from tidemill.llm._model import ModelRequest, ModelSettings
+from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.llm._retry import RetryPolicy
 from tidemill.types import ImageRef, Message, ModelResponse, Reasoning, Role, ToolDefinition
 
@@ -82,6 +89,8 @@ class AnthropicModel(HttpModel):
         >>> model.provider, model.max_tokens
         ('anthropic', 8192)
     """
+
+    supports_output_format = True
 
     def __init__(
         self,
@@ -145,6 +154,15 @@ class AnthropicModel(HttpModel):
         """Parse a whole Messages response."""
         return parse_message(payload, self._errors)
 
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Make one call; an `output_format`'s forced tool call comes back as the text."""
+        return forced_text(await super().request(request), request)
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
+        """Make one streamed call; the forced output tool's arguments stream as text."""
+        async for event in forced_text_stream(super().stream(request), request):
+            yield event
+
     def stream_parser(self) -> MessagesStreamParser:
         """A parser for one streamed response."""
         return MessagesStreamParser(self._errors)
@@ -186,6 +204,12 @@ def build_messages_request(
     are merged, as the API requires. `seed` has no Anthropic equivalent and
     is left out.
 
+    An `output_format` becomes a tool with its schema (`output_tool`) and a
+    `tool_choice` that forces it: `{"type": "tool", "name": ...}` alone,
+    `{"type": "any"}` beside the request's own tools, and `auto` with
+    extended thinking, which refuses forced tool use. `AnthropicModel` turns
+    the call back into the answer's text.
+
     Example:
         >>> from tidemill.types import Message
         >>> build_messages_request("claude-sonnet-4-5", ModelRequest([Message.user("Hi")]))
@@ -201,6 +225,12 @@ def build_messages_request(
     body["messages"] = _messages(request.messages)
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
+    answer_tool = output_tool(request)
+    if answer_tool is not None:
+        body["tools"] = [*body.get("tools", []), _tool(answer_tool)]
+        body["tool_choice"] = _tool_choice(
+            forced_choice(request, can_force=thinking_budget is None), answer_tool.name
+        )
     body["stream"] = stream
     if thinking_budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
@@ -294,3 +324,9 @@ def _tool(tool: ToolDefinition) -> ToolParam:
     if tool.description:
         return ToolParam(name=tool.name, description=tool.description, input_schema=tool.parameters)
     return ToolParam(name=tool.name, input_schema=tool.parameters)
+
+
+def _tool_choice(choice: str, name: str) -> ToolChoiceParam:
+    if choice == "tool":
+        return {"type": "tool", "name": name}
+    return {"type": "any"} if choice == "any" else {"type": "auto"}

@@ -10,7 +10,7 @@ builder and the parsers are the Anthropic adapter's. The call goes to
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 
 import httpx
 from pydantic import JsonValue
@@ -21,9 +21,10 @@ from tidemill.llm._anthropic import build_messages_request, default_max_tokens
 from tidemill.llm._anthropic_stream import MessagesStreamParser, parse_message
 from tidemill.llm._credentials import Credentials
 from tidemill.llm._failures import ErrorReporter
+from tidemill.llm._forced_output import forced_text, forced_text_stream
 from tidemill.llm._google import VERTEX_AUTH_HINT, GoogleHttpModel, VertexSource
 from tidemill.llm._json import JsonObject
-from tidemill.llm._model import ModelRequest, ModelSettings
+from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.llm._retry import RetryPolicy
 from tidemill.types import ModelResponse
 
@@ -71,6 +72,8 @@ class AnthropicVertexModel(GoogleHttpModel):
         >>> call.body["anthropic_version"], "model" in call.body
         ('vertex-2023-10-16', False)
     """
+
+    supports_output_format = True
 
     def __init__(
         self,
@@ -157,6 +160,15 @@ class AnthropicVertexModel(GoogleHttpModel):
     def parse_response(self, payload: JsonObject) -> ModelResponse:
         """Parse a whole Messages response."""
         return parse_message(payload, self._errors)
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Make one call; an `output_format`'s forced tool call comes back as the text."""
+        return forced_text(await super().request(request), request)
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
+        """Make one streamed call; the forced output tool's arguments stream as text."""
+        async for event in forced_text_stream(super().stream(request), request):
+            yield event
 
     def stream_parser(self) -> MessagesStreamParser:
         """A parser for one streamed response."""

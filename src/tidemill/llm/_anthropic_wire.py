@@ -21,6 +21,7 @@ __all__ = [
     "TextBlock",
     "ThinkingBlock",
     "ThinkingParam",
+    "ToolChoiceParam",
     "ToolParam",
     "ToolResultBlock",
     "ToolUseBlock",
@@ -90,6 +91,12 @@ class ToolParam(TypedDict):
     input_schema: dict[str, JsonValue]
 
 
+class ToolChoiceParam(TypedDict):
+    type: Literal["auto", "any", "tool"]
+    name: NotRequired[str]
+    """The tool to call, with `type: "tool"`."""
+
+
 class ThinkingParam(TypedDict):
     type: Literal["enabled"]
     budget_tokens: int
@@ -101,6 +108,7 @@ class MessagesRequest(TypedDict, total=False):
     messages: Required[list[MessageParam]]
     system: str
     tools: list[ToolParam]
+    tool_choice: ToolChoiceParam
     stream: bool
     thinking: ThinkingParam
     temperature: float

@@ -36,12 +36,20 @@ from tidemill.llm._bedrock_wire import (
     ConverseReasoningContent,
     ConverseRequest,
     ConverseTool,
+    ConverseToolChoice,
+    ConverseToolConfig,
     ConverseToolSpec,
     ImageFormat,
 )
 from tidemill.llm._credentials import Credentials
 from tidemill.llm._eventstream import EventStreamDecoder
 from tidemill.llm._failures import ErrorReporter
+from tidemill.llm._forced_output import (
+    forced_choice,
+    forced_text,
+    forced_text_stream,
+    output_tool,
+)
 from tidemill.llm._json import JsonObject, dumps
 from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.llm._retry import RetryPolicy
@@ -119,6 +127,8 @@ class BedrockModel(HttpModel):
         'https://bedrock-runtime.us-east-1.amazonaws.com/model/us.amazon.nova-micro-v1%3A0/converse-stream'
     """
 
+    supports_output_format = True
+
     def __init__(
         self,
         model_name: str,
@@ -181,6 +191,7 @@ class BedrockModel(HttpModel):
             settings=self.merged_settings(request),
             thinking_budget=self.thinking_budget,
             additional_fields=self.additional_model_request_fields,
+            force_tools=takes_tool_choice(self.model_name),
         )
         operation = "converse-stream" if stream else "converse"
         url = f"{self.credentials.base_url}/model/{quote(self.model_name, safe='')}/{operation}"
@@ -238,7 +249,7 @@ class BedrockModel(HttpModel):
             payload = await self.http.post_json(
                 call.url, call.body, headers=call.headers, time_limit=timeout
             )
-            return self.priced(self.parse_response(payload))
+            return forced_text(self.priced(self.parse_response(payload)), request)
         except ProviderError as exc:
             translated = translate_bedrock_error(exc)
             if translated is exc:
@@ -253,6 +264,8 @@ class BedrockModel(HttpModel):
                 an exception, is corrupted, or ends before its `metadata` event.
         """
         events = self._events(request)
+        if request.output_format is not None:
+            events = forced_text_stream(events, request)
         async with aclosing(events):
             try:
                 async for event in events:
@@ -314,12 +327,31 @@ def translate_bedrock_error(error: ProviderError) -> ProviderError:
 # -- the request body ------------------------------------------------------------------------
 
 
+_TOOL_CHOICE = re.compile(r"(^|[.:/])(anthropic\.claude|amazon\.nova)")
+
+
+def takes_tool_choice(model_id: str) -> bool:
+    """Whether a Bedrock model takes a forcing `toolChoice` (`any` or `tool`).
+
+    Bedrock documents forced tool choice for Anthropic Claude and Amazon Nova
+    models; others are sent the output tool without forcing.
+
+    Example:
+        >>> takes_tool_choice("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+        True
+        >>> takes_tool_choice("meta.llama3-70b-instruct-v1:0")
+        False
+    """
+    return _TOOL_CHOICE.search(model_id) is not None
+
+
 def build_converse_request(
     request: ModelRequest,
     *,
     settings: ModelSettings | None = None,
     thinking_budget: int | None = None,
     additional_fields: Mapping[str, JsonValue] | None = None,
+    force_tools: bool = True,
 ) -> ConverseRequest:
     """Build the Converse body for `request`.
 
@@ -330,6 +362,12 @@ def build_converse_request(
     produced goes back as it came (text with its signature, or the
     redacted content); unsigned reasoning and other providers' are dropped.
     `seed` has no Converse equivalent and is left out.
+
+    Converse has no JSON response mode, so an `output_format` becomes a tool
+    with its schema, forced with `toolChoice` (`{"tool": {"name": ...}}`
+    alone, `{"any": {}}` beside the request's own tools). With thinking on,
+    or `force_tools=False` (models that refuse a forcing `toolChoice`), it is
+    left to the model's choice. `BedrockModel` turns the call back into text.
 
     Raises:
         ConfigurationError: For an image given by an `http(s)` URL, which
@@ -349,8 +387,17 @@ def build_converse_request(
     config = _inference_config(settings)
     if config:
         body["inferenceConfig"] = config
-    if request.tools:
-        body["toolConfig"] = {"tools": [_tool(tool) for tool in request.tools]}
+    tools = [_tool(tool) for tool in request.tools]
+    answer_tool = output_tool(request)
+    if answer_tool is not None:
+        tools.append(_tool(answer_tool))
+    if tools:
+        tool_config = ConverseToolConfig(tools=tools)
+        if answer_tool is not None:
+            choice = forced_choice(request, can_force=force_tools and thinking_budget is None)
+            if choice != "auto":
+                tool_config["toolChoice"] = _tool_choice(choice, answer_tool.name)
+        body["toolConfig"] = tool_config
     fields: dict[str, JsonValue] = dict(additional_fields or {})
     if thinking_budget is not None:
         fields["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
@@ -464,3 +511,9 @@ def _tool(tool: ToolDefinition) -> ConverseTool:
     if tool.description:
         spec["description"] = tool.description
     return {"toolSpec": spec}
+
+
+def _tool_choice(choice: str, name: str) -> ConverseToolChoice:
+    if choice == "tool":
+        return {"tool": {"name": name}}
+    return {"any": {}}

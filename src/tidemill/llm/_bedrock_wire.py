@@ -24,8 +24,10 @@ __all__ = [
     "ConverseReasoningText",
     "ConverseRequest",
     "ConverseS3Location",
+    "ConverseSpecificTool",
     "ConverseSystemBlock",
     "ConverseTool",
+    "ConverseToolChoice",
     "ConverseToolConfig",
     "ConverseToolResult",
     "ConverseToolResultContent",
@@ -108,8 +110,21 @@ class ConverseTool(TypedDict):
     toolSpec: ConverseToolSpec
 
 
+class ConverseSpecificTool(TypedDict):
+    name: str
+
+
+class ConverseToolChoice(TypedDict, total=False):
+    """Exactly one key is set: `auto: {}`, `any: {}` or `tool: {"name": ...}`."""
+
+    auto: dict[str, JsonValue]
+    any: dict[str, JsonValue]
+    tool: ConverseSpecificTool
+
+
 class ConverseToolConfig(TypedDict):
     tools: list[ConverseTool]
+    toolChoice: NotRequired[ConverseToolChoice]
 
 
 class ConverseInferenceConfig(TypedDict, total=False):

@@ -105,6 +105,7 @@ class FallbackModel(Model):
         self._owned = tuple(owned)
         self.model_name = ",".join(f"{m.provider}:{m.model_name}" for m in self.models)
         self.supports_tools = all(m.supports_tools for m in self.models)
+        self.supports_output_format = all(m.supports_output_format for m in self.models)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Ask each model in turn until one answers.

@@ -30,7 +30,7 @@ from tidemill.errors import MissingCredentialsError
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._failures import ErrorReporter
-from tidemill.llm._gemini_schema import gemini_parameters
+from tidemill.llm._gemini_schema import gemini_parameters, gemini_schema
 from tidemill.llm._gemini_stream import (
     GeminiStreamParser,
     is_generated_id,
@@ -82,6 +82,8 @@ _OWN_PROVIDERS = frozenset({"gemini", "vertex"})
 
 class _GeminiBase(GoogleHttpModel):
     """What both Gemini front doors share: the body, the parsers, the options."""
+
+    supports_output_format = True
 
     def __init__(
         self,
@@ -135,6 +137,7 @@ class _GeminiBase(GoogleHttpModel):
             settings=self.merged_settings(request),
             thinking=thinking or None,
             sign_unsigned_calls=bool(_GEMINI_3.search(self.model_name)),
+            output_with_tools=bool(_GEMINI_3.search(self.model_name)),
         )
         if stream:
             url = self.endpoint("streamGenerateContent") + "?alt=sse"
@@ -350,6 +353,7 @@ def build_generate_content_request(
     settings: ModelSettings | None = None,
     thinking: GeminiThinkingConfig | None = None,
     sign_unsigned_calls: bool = False,
+    output_with_tools: bool = False,
 ) -> GeminiRequest:
     """Build the `generateContent` body for `request`.
 
@@ -363,6 +367,16 @@ def build_generate_content_request(
         thinking: The `thinkingConfig`, if any.
         sign_unsigned_calls: Give the first call of a model turn without any
             signature the stand-in `SKIP_SIGNATURE` (Gemini 3 requires one).
+        output_with_tools: Send the `output_format` even when the request has
+            tools. Gemini before 3 refuses a JSON response MIME type together
+            with function calling ("Function calling with a response mime type:
+            'application/json' is unsupported"), so by default a request with
+            tools goes without it and only the prompt asks for the shape.
+
+    An `output_format` becomes `generationConfig.responseMimeType:
+    "application/json"` and `responseSchema`, the schema rewritten for Gemini
+    by `gemini_schema` (unsupported keywords removed); without a schema, only
+    the MIME type (JSON mode).
 
     Example:
         >>> from tidemill.types import Message
@@ -380,6 +394,11 @@ def build_generate_content_request(
     if declarations:
         body["tools"] = [{"functionDeclarations": declarations}]
     config = _generation_config(settings)
+    output = request.output_format
+    if output is not None and (output_with_tools or not declarations):
+        config["responseMimeType"] = "application/json"
+        if output.schema is not None:
+            config["responseSchema"] = gemini_schema(output.schema)
     if thinking:
         config["thinkingConfig"] = thinking
     if config:

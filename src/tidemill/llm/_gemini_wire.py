@@ -95,6 +95,9 @@ class GeminiGenerationConfig(TypedDict, total=False):
     stopSequences: list[str]
     seed: int
     thinkingConfig: GeminiThinkingConfig
+    responseMimeType: str
+    responseSchema: dict[str, JsonValue]
+    """Gemini's OpenAPI-style schema (see `_gemini_schema`), not JSON Schema."""
 
 
 class GeminiRequest(TypedDict, total=False):

@@ -8,10 +8,14 @@ first byte has arrived), and translation of every failure into a typed
 
 The `httpx.AsyncClient` is injected (`client=`) or created on first use and
 owned; only an owned client is closed by `aclose()`. There is no
-module-level client: each model holds its own, so tests swap the transport.
-Pooled connections belong to the event loop that opened them, so an owned
-client is kept per loop; close the model (`aclose`) before its loop ends, as
-`asyncio.run` callers and the sync facades do.
+module-level client. A long-lived process shares one: whatever composes it
+(a `Worker`, the proxy's `ModelRouter`, your own code) makes it with
+`new_http_client()`, passes it to every model it builds (`http_client=`),
+and closes it after them; each model keeps its own per-request timeout and
+retry policy. Pooled connections belong to the event loop that opened them,
+so a shared client serves one loop, and an owned client is kept per loop;
+close the model (`aclose`) before its loop ends, as `asyncio.run` callers
+and the sync facades do.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from tidemill.llm._json import JsonObject, dumps, loads_object
 from tidemill.llm._retry import RetryPolicy, parse_retry_after
 from tidemill.llm._transport import StreamingTransport, use_streaming_transport
 
-__all__ = ["DEFAULT_TIMEOUT", "HttpClient", "Sleep"]
+__all__ = ["DEFAULT_TIMEOUT", "HttpClient", "Sleep", "new_http_client"]
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Per-request limits of an owned client: 10 s to connect, 600 s for each read or write."""
@@ -66,6 +70,47 @@ def no_cookies() -> http.cookiejar.CookieJar:
     """
     policy = http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
     return http.cookiejar.CookieJar(policy=policy)
+
+
+def new_http_client(
+    *,
+    timeout: httpx.Timeout | None = None,
+    max_connections: int = 1000,
+    max_keepalive: int = 100,
+) -> httpx.AsyncClient:
+    """A client for many models of one process: a large pool, no cookies.
+
+    It is what `HttpClient` makes for itself when none is injected, so a
+    shared one behaves the same: `StreamingTransport` unless the environment
+    configures an HTTP proxy (or `TIDEMILL_HTTP_TRANSPORT=httpx`), and
+    `DEFAULT_TIMEOUT` for models that set no `timeout=` of their own (a
+    model's own timeout is applied to each of its requests). Whoever makes
+    it passes it to the models (`http_client=`), uses it on one event loop,
+    and closes it (`aclose`) after closing them.
+
+    Args:
+        timeout: The client's default per-request limits (`DEFAULT_TIMEOUT`).
+        max_connections: Open connections at most (`httpx`'s transport only;
+            `StreamingTransport` opens one per concurrent request).
+        max_keepalive: Idle connections kept for reuse.
+
+    Example:
+        >>> import asyncio
+        >>> from tidemill.llm import resolve_model
+        >>> client = new_http_client()
+        >>> fast = resolve_model("openai:gpt-4o-mini", api_key="sk-test", http_client=client)
+        >>> smart = resolve_model("anthropic:claude-sonnet-4-5", api_key="k", http_client=client)
+        >>> asyncio.run(fast.aclose())  # a model leaves a client it was given open
+        >>> client.is_closed
+        False
+        >>> asyncio.run(client.aclose())
+    """
+    timeout = timeout or DEFAULT_TIMEOUT
+    if use_streaming_transport():
+        transport = StreamingTransport(max_idle=max_keepalive)
+        return httpx.AsyncClient(timeout=timeout, transport=transport, cookies=no_cookies())
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_keepalive)
+    return httpx.AsyncClient(timeout=timeout, limits=limits, cookies=no_cookies())
 
 
 @functools.cache
@@ -99,7 +144,8 @@ class HttpClient:
 
     Args:
         provider: The provider's name, used in error messages.
-        client: An `httpx.AsyncClient` to use; it stays the caller's to close.
+        client: An `httpx.AsyncClient` to use, e.g. one `new_http_client()`
+            shared by the models of a process; it stays the caller's to close.
             Without one, a client is created on first use and closed by `aclose`.
         timeout: Per-request `httpx` limits (connect, read, write, pool).
             Applied to an injected client too when given.
@@ -257,15 +303,7 @@ class HttpClient:
             for old in [old for old in self._owned if old.is_closed()]:
                 del self._owned[old]
             # A worker may run hundreds of steps at once through one model.
-            timeout = self._timeout or DEFAULT_TIMEOUT
-            if use_streaming_transport():
-                transport = StreamingTransport(max_idle=100)
-                client = httpx.AsyncClient(
-                    timeout=timeout, transport=transport, cookies=no_cookies()
-                )
-            else:
-                limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-                client = httpx.AsyncClient(timeout=timeout, limits=limits, cookies=no_cookies())
+            client = new_http_client(timeout=self._timeout)
             self._owned[loop] = client
         return client
 

@@ -71,6 +71,8 @@ class OpenAIChatModel(HttpModel):
         'http://gpu:11434/v1/chat/completions'
     """
 
+    supports_output_format = True
+
     def __init__(
         self,
         model_name: str,
@@ -182,6 +184,11 @@ def build_chat_request(
 ) -> ChatRequest:
     """Build the Chat Completions body for `request`.
 
+    An `output_format` becomes `response_format`: `{"type": "json_schema",
+    "json_schema": {name, schema, strict}}` (the schema made strict when
+    asked), or `{"type": "json_object"}` without a schema or for a vendor
+    that only has JSON mode (DeepSeek).
+
     Example:
         >>> from tidemill.types import Message
         >>> build_chat_request("gpt-4o", ModelRequest([Message.user("Hi")]), stream=True)
@@ -193,6 +200,8 @@ def build_chat_request(
     body = ChatRequest(model=model, messages=_messages(request.messages, dialect))
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
+    if request.output_format is not None:
+        body["response_format"] = dialect.response_format(request.output_format)
     body["stream"] = stream
     if stream and dialect.stream_usage:
         body["stream_options"] = {"include_usage": True}
@@ -205,7 +214,7 @@ def build_chat_request(
     if "stop" in settings:
         body["stop"] = list(settings["stop"])
     if "seed" in settings:
-        body["seed"] = settings["seed"]
+        body[dialect.seed_field] = settings["seed"]
     return body
 
 

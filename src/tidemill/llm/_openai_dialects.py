@@ -20,7 +20,9 @@ from typing import ClassVar, Literal
 
 from tidemill.errors import MalformedToolCall, ProviderError
 from tidemill.llm._credentials import CredentialSource
-from tidemill.llm._openai_wire import ChatAssistantMessage
+from tidemill.llm._model import OutputFormat
+from tidemill.llm._openai_wire import ChatAssistantMessage, ChatJsonSchema, ChatResponseFormat
+from tidemill.llm._strict_schema import openai_schema
 from tidemill.types import Message
 
 __all__ = [
@@ -59,6 +61,8 @@ class OpenAIDialect:
         "max_completion_tokens"
     )
     """The body field that carries `ModelSettings.max_tokens`."""
+    seed_field: ClassVar[Literal["seed", "random_seed"]] = "seed"
+    """The body field that carries `ModelSettings.seed`."""
     stream_usage: ClassVar[bool] = True
     """Whether to send `stream_options.include_usage`; without it OpenAI streams no usage."""
 
@@ -73,6 +77,23 @@ class OpenAIDialect:
         """Turn a provider error into the exception to raise (by default, itself)."""
         return error
 
+    def response_format(self, output: OutputFormat) -> ChatResponseFormat:
+        """The `response_format` asking for `output`: a `json_schema`, or `json_object` mode.
+
+        Raises:
+            ConfigurationError: For `strict=True` with a schema that cannot be made strict.
+        """
+        if output.schema is None:
+            return {"type": "json_object"}
+        spec = ChatJsonSchema(
+            name=output.name,
+            schema=openai_schema(output.schema, strict=output.strict),
+            strict=output.strict,
+        )
+        if output.description:
+            spec["description"] = output.description
+        return {"type": "json_schema", "json_schema": spec}
+
 
 class MistralDialect(OpenAIDialect):
     """Mistral La Plateforme: tool-call ids must be exactly 9 letters or digits."""
@@ -82,6 +103,7 @@ class MistralDialect(OpenAIDialect):
         "mistral", "MISTRAL_API_KEY", "https://api.mistral.ai/v1", base_url_env="MISTRAL_BASE_URL"
     )
     max_tokens_field = "max_tokens"
+    seed_field = "random_seed"  # Mistral's name; it refuses an unknown `seed`
     # Mistral reports usage on the final chunk unasked and validates its body strictly.
     stream_usage = False
 
@@ -91,13 +113,23 @@ class MistralDialect(OpenAIDialect):
 
 
 class DeepSeekDialect(OpenAIDialect):
-    """DeepSeek: `reasoning_content` is streamed and must be sent back in tool-call loops."""
+    """DeepSeek: `reasoning_content` is streamed and must be sent back in tool-call loops.
+
+    DeepSeek's JSON Output takes only `response_format: {"type": "json_object"}`
+    (https://api-docs.deepseek.com/guides/json_mode), so an output schema is
+    sent as JSON mode: the prompt must say "json" and describe the shape (the
+    agent's output instructions do), and the answer must be validated.
+    """
 
     name = "deepseek"
     source = CredentialSource(
         "deepseek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", base_url_env="DEEPSEEK_BASE_URL"
     )
     max_tokens_field = "max_tokens"
+
+    def response_format(self, output: OutputFormat) -> ChatResponseFormat:
+        """Always `json_object`: DeepSeek has no `json_schema` response format."""
+        return {"type": "json_object"}
 
     def add_assistant_fields(self, message: Message, wire: ChatAssistantMessage) -> None:
         """Return DeepSeek's own reasoning as `reasoning_content`."""

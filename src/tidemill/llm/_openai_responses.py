@@ -19,7 +19,7 @@ from tidemill.llm._adapter import HttpCall, HttpModel
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._failures import ErrorReporter
 from tidemill.llm._json import JsonObject, dumps
-from tidemill.llm._model import ModelRequest, ModelSettings
+from tidemill.llm._model import ModelRequest, ModelSettings, OutputFormat
 from tidemill.llm._openai_responses_stream import (
     PROVIDER,
     ResponsesStreamParser,
@@ -32,8 +32,10 @@ from tidemill.llm._openai_responses_wire import (
     ResponsesReasoningItem,
     ResponsesReasoningParam,
     ResponsesRequest,
+    ResponsesTextFormat,
 )
 from tidemill.llm._retry import RetryPolicy
+from tidemill.llm._strict_schema import openai_schema
 from tidemill.types import Message, ModelResponse, Reasoning, Role, ToolDefinition
 
 __all__ = ["RESPONSES_SOURCE", "OpenAIResponsesModel", "build_responses_request"]
@@ -85,6 +87,8 @@ class OpenAIResponsesModel(HttpModel):
         >>> call.url, call.body["store"], call.body["include"]
         ('https://api.openai.com/v1/responses', False, ['reasoning.encrypted_content'])
     """
+
+    supports_output_format = True
 
     def __init__(
         self,
@@ -179,7 +183,10 @@ def build_responses_request(
 
     Messages become input items in order: system and user messages as
     messages, an assistant turn as its reasoning items, its text and its
-    `function_call`s, a tool result as a `function_call_output`.
+    `function_call`s, a tool result as a `function_call_output`. An
+    `output_format` becomes `text.format`: `{"type": "json_schema", name,
+    schema, strict}` (the schema made strict when asked), or
+    `{"type": "json_object"}` without a schema.
 
     Example:
         >>> from tidemill.types import Message
@@ -191,6 +198,8 @@ def build_responses_request(
     body = ResponsesRequest(model=model, input=_items(request.messages, store=store))
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
+    if request.output_format is not None:
+        body["text"] = {"format": _text_format(request.output_format)}
     body["stream"] = stream
     body["store"] = store
     if not store:
@@ -283,3 +292,18 @@ def _tool(tool: ToolDefinition) -> ResponsesFunctionTool:
     if tool.description:
         function["description"] = tool.description
     return function
+
+
+def _text_format(output: OutputFormat) -> ResponsesTextFormat:
+    if output.schema is None:
+        return {"type": "json_object"}
+    schema = openai_schema(output.schema, strict=output.strict)
+    if output.description:
+        return {
+            "type": "json_schema",
+            "name": output.name,
+            "description": output.description,
+            "schema": schema,
+            "strict": output.strict,
+        }
+    return {"type": "json_schema", "name": output.name, "schema": schema, "strict": output.strict}

@@ -24,6 +24,8 @@ __all__ = [
     "ResponsesReasoningParam",
     "ResponsesRequest",
     "ResponsesSummaryText",
+    "ResponsesTextFormat",
+    "ResponsesTextParam",
 ]
 
 
@@ -92,6 +94,25 @@ class ResponsesReasoningParam(TypedDict, total=False):
     summary: str
 
 
+class ResponsesJsonSchemaFormat(TypedDict):
+    type: Literal["json_schema"]
+    name: str
+    description: NotRequired[str]
+    schema: dict[str, JsonValue]
+    strict: bool
+
+
+class ResponsesJsonObjectFormat(TypedDict):
+    type: Literal["json_object"]
+
+
+ResponsesTextFormat = ResponsesJsonSchemaFormat | ResponsesJsonObjectFormat
+
+
+class ResponsesTextParam(TypedDict):
+    format: ResponsesTextFormat
+
+
 class ResponsesRequest(TypedDict, total=False):
     model: Required[str]
     input: Required[list[ResponsesInputItem]]
@@ -103,3 +124,4 @@ class ResponsesRequest(TypedDict, total=False):
     temperature: float
     top_p: float
     max_output_tokens: int
+    text: ResponsesTextParam

@@ -19,8 +19,12 @@ __all__ = [
     "ChatFunctionCall",
     "ChatImagePart",
     "ChatImageURL",
+    "ChatJsonObjectFormat",
+    "ChatJsonSchema",
+    "ChatJsonSchemaFormat",
     "ChatMessage",
     "ChatRequest",
+    "ChatResponseFormat",
     "ChatStreamOptions",
     "ChatSystemMessage",
     "ChatTextPart",
@@ -105,6 +109,25 @@ class ChatStreamOptions(TypedDict):
     include_usage: bool
 
 
+class ChatJsonSchema(TypedDict):
+    name: str
+    description: NotRequired[str]
+    schema: dict[str, JsonValue]
+    strict: bool
+
+
+class ChatJsonSchemaFormat(TypedDict):
+    type: Literal["json_schema"]
+    json_schema: ChatJsonSchema
+
+
+class ChatJsonObjectFormat(TypedDict):
+    type: Literal["json_object"]
+
+
+ChatResponseFormat = ChatJsonSchemaFormat | ChatJsonObjectFormat
+
+
 class ChatRequest(TypedDict, total=False):
     model: Required[str]
     messages: Required[list[ChatMessage]]
@@ -117,4 +140,6 @@ class ChatRequest(TypedDict, total=False):
     max_completion_tokens: int
     stop: list[str]
     seed: int
+    random_seed: int
     reasoning_effort: str
+    response_format: ChatResponseFormat

@@ -63,6 +63,8 @@ class ScriptedModel(Model):
     """
 
     provider = "scripted"
+    supports_output_format = True
+    """Takes an `output_format` (kept in `requests` for tests) but answers from the script."""
 
     def __init__(
         self,

@@ -20,7 +20,14 @@ from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._openai_responses import OpenAIResponsesModel
 from tidemill.llm._scripted import ScriptedModel
 
-__all__ = ["KNOWN_PROVIDERS", "OPENAI_COMPATIBLE", "ModelSpec", "parse_model_spec", "resolve_model"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "KNOWN_PROVIDERS",
+    "OPENAI_COMPATIBLE",
+    "ModelSpec",
+    "parse_model_spec",
+    "resolve_model",
+]
 
 KNOWN_PROVIDERS: frozenset[str] = frozenset(
     {
@@ -45,6 +52,35 @@ KNOWN_PROVIDERS: frozenset[str] = frozenset(
 """Providers a spec string may name. `fake` and `scripted` name `ScriptedModel`."""
 
 _OFFLINE = frozenset({"fake", "scripted"})
+
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-4o-mini",
+    "openai-responses": "gpt-4o-mini",
+    "anthropic": "claude-sonnet-4-5",
+    "anthropic-vertex": "claude-sonnet-4-5@20250929",
+    "gemini": "gemini-2.5-flash",
+    "vertex": "gemini-2.5-flash",
+    "mistral": "mistral-small-latest",
+    "deepseek": "deepseek-chat",
+    "groq": "llama-3.3-70b-versatile",
+    "together": "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "openrouter": "openai/gpt-4o-mini",
+}
+"""The model a spec naming only its provider gets: `.llm("openai")` is `openai:gpt-4o-mini`.
+
+`azure` (deployment names are yours), `bedrock` (model access and inference
+profiles differ by account and region), `ollama`, `vllm` and
+`openai-compatible` (they serve what you loaded) have no default: name the
+model, as `"ollama:llama3.2"` or with `model=`.
+"""
+
+_WHY_NO_DEFAULT: dict[str, str] = {
+    "azure": "Azure OpenAI serves deployments you name yourself",
+    "bedrock": "Bedrock's model access and inference profiles differ by account and region",
+    "ollama": "Ollama serves the models you pulled",
+    "vllm": "vLLM serves the model it was started with",
+    "openai-compatible": "the server decides which models it serves",
+}
 
 # Bare model ids map to their provider by prefix.
 _PREFIXES: tuple[tuple[str, str], ...] = (
@@ -108,6 +144,12 @@ def resolve_model(spec: str | Sequence[str | Model] | Model, **config: Any) -> M
     A list of specs (or models) becomes a `FallbackModel` that tries them
     in order; the options apply to every model built from a string.
 
+    The model may be given as an option instead: `resolve_model("anthropic",
+    model="claude-sonnet-4-5")` is `resolve_model("anthropic:claude-sonnet-4-5")`.
+    A spec naming only a provider gets its default from `DEFAULT_MODELS`
+    (`"openai"` is `"openai:gpt-4o-mini"`); `azure`, `bedrock`, `ollama`,
+    `vllm` and `openai-compatible` have none and must name the model.
+
     Each provider has an HTTP adapter, and the options are passed to it
     (`api_key=`, `base_url=`, `http_client=`, `settings=`, ...):
 
@@ -122,7 +164,8 @@ def resolve_model(spec: str | Sequence[str | Model] | Model, **config: Any) -> M
 
     Raises:
         ConfigurationError: For an unknown provider or option, a missing API
-            key, or a provider this version cannot call yet.
+            key, a provider this version cannot call yet, a provider without a
+            default and no model, or a `model=` that differs from the spec's.
 
     Example:
         >>> resolve_model("fake", responses=["hi"]).provider
@@ -132,6 +175,10 @@ def resolve_model(spec: str | Sequence[str | Model] | Model, **config: Any) -> M
         ('OpenAIChatModel', 'openai', 'gpt-4o-mini')
         >>> resolve_model("claude-sonnet-4-5", api_key="sk-ant-test").provider
         'anthropic'
+        >>> resolve_model("anthropic", model="claude-sonnet-4-5", api_key="k").model_name
+        'claude-sonnet-4-5'
+        >>> resolve_model("openai", api_key="sk-test").model_name
+        'gpt-4o-mini'
         >>> resolve_model(["fake", "fake"]).model_name
         'scripted:scripted,scripted:scripted'
     """
@@ -145,7 +192,7 @@ def resolve_model(spec: str | Sequence[str | Model] | Model, **config: Any) -> M
                 context={"options": sorted(config)},
             )
         return spec
-    parsed = parse_model_spec(spec)
+    parsed = _with_model_option(parse_model_spec(spec), spec, config)
     if parsed.provider in _OFFLINE:
         try:
             return ScriptedModel(**config)
@@ -163,14 +210,45 @@ def resolve_model(spec: str | Sequence[str | Model] | Model, **config: Any) -> M
             context={"provider": parsed.provider, "model": parsed.model},
         )
     if not parsed.model:
+        reason = _WHY_NO_DEFAULT.get(parsed.provider, "it has no default model")
         raise ConfigurationError(
-            f"The model spec {spec!r} names a provider but no model.",
-            hint=f"Write it as '{parsed.provider}:<model id>'.",
+            f"The model spec {spec!r} names a provider but no model, "
+            f"and {parsed.provider!r} has no default: {reason}.",
+            hint=f"Write it as '{parsed.provider}:<model id>', or pass model='<model id>'.",
+            context={"provider": parsed.provider},
         )
     build, fixed = adapter
     config = _fold_settings(config)
     _check_options(build, fixed, parsed.provider, config)
     return build(parsed.model, **fixed, **config)
+
+
+def _with_model_option(parsed: ModelSpec, spec: str, config: dict[str, Any]) -> ModelSpec:
+    """Fold a `model=` option into the spec, or the provider's default when none is named.
+
+    Takes `model` out of `config` (it is not an adapter option).
+    """
+    if parsed.provider in _OFFLINE:
+        return parsed
+    option = config.pop("model", None)
+    if option is not None:
+        if not isinstance(option, str) or not option.strip():
+            raise ConfigurationError(
+                f"model= must be a model id string, not {option!r}.",
+                hint=f"Pass it as model='<model id>' or write '{parsed.provider}:<model id>'.",
+            )
+        if parsed.model is not None and parsed.model != option.strip():
+            raise ConfigurationError(
+                f"The model spec {spec!r} already names the model {parsed.model!r}, "
+                f"but model={option!r} was also given.",
+                hint=f"Name the model once: '{parsed.provider}:<model id>', or "
+                f"llm('{parsed.provider}', model='<model id>').",
+                context={"spec": spec, "model": option},
+            )
+        return ModelSpec(parsed.provider, option.strip())
+    if parsed.model is None and parsed.provider in DEFAULT_MODELS:
+        return ModelSpec(parsed.provider, DEFAULT_MODELS[parsed.provider])
+    return parsed
 
 
 def _fallback(specs: Sequence[str | Model], config: dict[str, Any]) -> FallbackModel:

@@ -254,7 +254,6 @@ def test_a_bad_request_names_the_field(body: Any, param: str | None, words: str)
         ({"stream_options": {"include_usage": 1}}, "stream_options.include_usage", "boolean"),
         ({"n": 2}, "n", "one choice"),
         ({"logprobs": True}, "logprobs", "not supported"),
-        ({"response_format": {"type": "json_object"}}, "response_format", "not supported"),
         ({"modalities": ["text", "audio"]}, "modalities", "Audio"),
         ({"functions": [{"name": "f"}]}, "functions", "legacy"),
     ],

@@ -1,10 +1,12 @@
 """An OpenAI-format Chat Completions request, read into a Tidemill `ModelRequest`.
 
 `parse_chat_request` takes the decoded JSON body and returns the model name,
-the `ModelRequest` (messages, tools, settings) and how to answer (streamed or
-not, with a usage chunk or not). What a Tidemill model cannot honour is
-refused with a 400 naming the field (`n` above 1, `logprobs`, a
-`response_format` other than text, a `tool_choice` that forces a call);
+the `ModelRequest` (messages, tools, settings, output format) and how to
+answer (streamed or not, with a usage chunk or not). A `response_format` of
+`json_schema` or `json_object` becomes the request's `OutputFormat`, which
+every upstream adapter sends in its own vendor's form. What a Tidemill model
+cannot honour is refused with a 400 naming the field (`n` above 1,
+`logprobs`, a `tool_choice` that forces a call, a malformed `response_format`);
 fields that only tune or label a call upstream (`user`, `metadata`,
 `presence_penalty`, `parallel_tool_calls`, ...) are accepted and not
 forwarded.
@@ -20,7 +22,9 @@ from typing import TypeVar
 import jsonschema
 from pydantic import JsonValue
 
-from tidemill.llm._model import ModelRequest, ModelSettings
+from tidemill.errors import ConfigurationError
+from tidemill.llm._model import ModelRequest, ModelSettings, OutputFormat
+from tidemill.llm._strict_schema import strict_json_schema
 from tidemill.llm.proxy._errors import InvalidRequest
 from tidemill.llm.proxy._messages import describe_type, parse_messages, wrong_type
 from tidemill.types import ToolDefinition
@@ -90,6 +94,11 @@ def parse_chat_request(payload: object) -> ChatCompletionRequest:
         ('openai:gpt-4o-mini', True, True)
         >>> parsed.request.settings
         {'max_tokens': 50, 'stop': ['END']}
+        >>> parse_chat_request({
+        ...     "model": "m", "messages": [{"role": "user", "content": "Hi"}],
+        ...     "response_format": {"type": "json_object"},
+        ... }).request.output_format
+        OutputFormat(name='final_answer', schema=None, strict=False, description='')
     """
     if not isinstance(payload, dict):
         raise InvalidRequest(
@@ -116,9 +125,11 @@ def parse_chat_request(payload: object) -> ChatCompletionRequest:
         if not isinstance(options, dict):
             raise wrong_type("stream_options", "an object", options)
         include_usage = _optional(options, "include_usage", bool, "stream_options.") or False
+    output_format = None if plain else _response_format(payload.get("response_format"))
+    settings = ModelSettings() if plain else _settings(payload)
     return ChatCompletionRequest(
         model=model.strip(),
-        request=ModelRequest(messages, tools, ModelSettings() if plain else _settings(payload)),
+        request=ModelRequest(messages, tools, settings, output_format),
         stream=stream,
         include_usage=include_usage and stream,
     )
@@ -137,16 +148,6 @@ def _refuse_unsupported(payload: _Body) -> None:
         raise InvalidRequest(
             f"'{param}' is not supported by this proxy; leave it out.", param=param
         )
-    response_format = payload.get("response_format")
-    if response_format is not None:
-        kind = response_format.get("type") if isinstance(response_format, dict) else None
-        if kind != "text":
-            raise InvalidRequest(
-                "'response_format' other than {'type': 'text'} is not supported by this "
-                "proxy, which cannot guarantee the format for every provider; describe the "
-                "format in the prompt, or offer a tool whose parameters are the schema.",
-                param="response_format",
-            )
     modalities = payload.get("modalities")
     if payload.get("audio") is not None or (
         isinstance(modalities, list) and any(m != "text" for m in modalities)
@@ -162,6 +163,73 @@ def _refuse_unsupported(payload: _Body) -> None:
                 "and 'tool_choice'.",
                 param=legacy,
             )
+
+
+def _response_format(value: object) -> OutputFormat | None:
+    """`response_format`: text (no format), `json_object`, or `json_schema`."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise wrong_type("response_format", "an object", value)
+    kind = value.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return OutputFormat.json_object()
+    if kind != "json_schema":
+        raise InvalidRequest(
+            f"Invalid value for 'response_format.type': {kind!r}. Supported values are "
+            "'text', 'json_object' and 'json_schema'.",
+            param="response_format.type",
+        )
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict):
+        raise wrong_type("response_format.json_schema", "an object", spec)
+    prefix = "response_format.json_schema."
+    name = spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise wrong_type(prefix + "name", "a non-empty string", name)
+    try:
+        OutputFormat(name)
+    except ConfigurationError:
+        raise InvalidRequest(
+            f"Invalid value for '{prefix}name': {name!r}. Use 1 to 64 letters, digits, '_' or '-'.",
+            param=prefix + "name",
+        ) from None
+    description = spec.get("description")
+    if description is not None and not isinstance(description, str):
+        raise wrong_type(prefix + "description", "a string", description)
+    strict = _optional(spec, "strict", bool, prefix) or False
+    schema = spec.get("schema")
+    if schema is None:
+        if strict:
+            raise InvalidRequest(
+                f"'{prefix}strict' needs a '{prefix}schema'.", param=prefix + "schema"
+            )
+        return OutputFormat(name, description=description or "")
+    if not isinstance(schema, dict):
+        raise wrong_type(prefix + "schema", "a JSON Schema object", schema)
+    _check_schema(schema, prefix + "schema")
+    if strict:
+        try:
+            strict_json_schema(schema)
+        except ConfigurationError as exc:
+            raise InvalidRequest(
+                f"Invalid schema for '{prefix}schema' in strict mode: {exc.message}",
+                param=prefix + "schema",
+            ) from None
+    return OutputFormat(name, schema, strict=strict, description=description or "")
+
+
+def _check_schema(schema: dict[str, JsonValue], param: str) -> None:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path)
+        at = f" at '{where}'" if where else ""
+        raise InvalidRequest(
+            f"'{param}' is not a valid JSON Schema{at}: {exc.message}", param=param
+        ) from None
 
 
 def _tools(value: object) -> tuple[ToolDefinition, ...]:
@@ -207,15 +275,7 @@ def _function(function: _Body, param: str) -> ToolDefinition:
     if parameters is not None:
         if not isinstance(parameters, dict):
             raise wrong_type(f"{param}.parameters", "a JSON Schema object", parameters)
-        try:
-            jsonschema.Draft202012Validator.check_schema(parameters)
-        except jsonschema.SchemaError as exc:
-            where = "/".join(str(part) for part in exc.absolute_path)
-            at = f" at '{where}'" if where else ""
-            raise InvalidRequest(
-                f"'{param}.parameters' is not a valid JSON Schema{at}: {exc.message}",
-                param=f"{param}.parameters",
-            ) from None
+        _check_schema(parameters, f"{param}.parameters")
         schema = parameters
     return ToolDefinition(name=name, description=description or "", parameters=schema)
 

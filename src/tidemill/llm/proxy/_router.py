@@ -125,6 +125,13 @@ class ModelRouter:
             ) from None
         if spec.provider in _OFFLINE:
             raise self.unknown(name, f"The offline model {name!r} is served only through an alias.")
+        if spec.model is None:
+            # A client names the model it wants; a provider's default is the library's convenience.
+            raise self.unknown(
+                name,
+                f"The model {name!r} names a provider but no model.",
+                f"Ask for '{spec.provider}:<model id>'.",
+            )
         model = self._build(name, target, spec.provider)
         self._built[target] = model
         if isinstance(model, HttpModel):

@@ -1,0 +1,54 @@
+"""An agent given a shared `httpx` client (`.llm(..., http_client=client)`) leaves it open."""
+
+from __future__ import annotations
+
+import httpx
+
+from tidemill import agent
+
+ANSWER = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "gpt-4o-mini",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hi."}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
+
+
+def recording_client(seen: list[str]) -> httpx.AsyncClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, json=ANSWER)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+async def test_agents_send_through_a_shared_client_and_aclose_leaves_it_open() -> None:
+    seen: list[str] = []
+    client = recording_client(seen)
+    try:
+        bots = [
+            agent().llm("openai:gpt-4o-mini", api_key="sk-test", http_client=client),
+            agent().llm(["mistral:mistral-small-latest"], api_key="k", http_client=client),
+        ]
+        for bot in bots:
+            assert (await bot.arun("Hello")).output == "Hi."
+            await bot.aclose()
+        assert seen == ["/v1/chat/completions", "/v1/chat/completions"]
+        assert not client.is_closed
+    finally:
+        await client.aclose()
+
+
+def test_a_blocking_agent_s_close_leaves_a_shared_client_open() -> None:
+    seen: list[str] = []
+    client = recording_client(seen)
+    bot = agent().llm("openai:gpt-4o-mini", api_key="sk-test", http_client=client)
+    try:
+        assert bot.run("Hello").output == "Hi."
+    finally:
+        bot.close()
+    assert seen == ["/v1/chat/completions"]
+    assert not client.is_closed
