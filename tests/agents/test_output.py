@@ -156,6 +156,16 @@ def test_strict_output_specs() -> None:
     assert info.value.hint and "strict=False" in info.value.hint
 
 
+async def test_the_builder_asks_for_strict_mode() -> None:
+    model = ScriptedModel(['{"port": "Brest", "height_m": 6}'])
+    bot = agent().llm(model).output(Tide, strict=True)
+    assert (await bot.arun("High tide?")).output == Tide(port="Brest", height_m=6.0)
+    fmt = model.requests[0].output_format
+    assert fmt is not None and fmt.strict
+    with pytest.raises(ConfigurationError, match="cannot be made strict"):
+        agent().llm("fake").output({"type": "object", "additionalProperties": True}, strict=True)
+
+
 async def test_an_anthropic_forced_tool_answer_becomes_the_validated_output() -> None:
     import json
 

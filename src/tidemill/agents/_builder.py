@@ -383,8 +383,20 @@ class AgentBuilder(AgentFacade):
         )
         return self._changed()
 
-    def output(self, output: type[Any] | Mapping[str, JsonValue], /, *, retries: int = 2) -> Self:
+    def output(
+        self,
+        output: type[Any] | Mapping[str, JsonValue],
+        /,
+        *,
+        retries: int = 2,
+        strict: bool = False,
+    ) -> Self:
         """Require the final answer to have a shape.
+
+        Models that take a native output format get the schema in their
+        provider's form (OpenAI's `json_schema`, Gemini's `responseSchema`, a
+        forced tool on Anthropic and Bedrock); the answer is validated here
+        whatever the model.
 
         Args:
             output: A pydantic model (or any type pydantic can validate), or a
@@ -392,9 +404,12 @@ class AgentBuilder(AgentFacade):
                 instance, or the validated JSON value for a schema.
             retries: Invalid answers the model may correct, seeing the
                 validation errors, before `OutputValidationError`.
+            strict: Ask for OpenAI's strict mode; the schema is rewritten to
+                fit it (other providers ignore the flag).
 
         Raises:
-            ConfigurationError: For a type without a schema or an invalid schema.
+            ConfigurationError: For a type without a schema, an invalid schema,
+                or `strict` with a schema strict mode cannot express.
 
         Example:
             >>> from pydantic import BaseModel
@@ -406,7 +421,7 @@ class AgentBuilder(AgentFacade):
             >>> bot.output(Verdict).run("Approve?").output
             Verdict(approve=True, reason='ok')
         """
-        self._output = OutputSpec.of(output, retries=retries)
+        self._output = OutputSpec.of(output, retries=retries, strict=strict)
         return self._changed()
 
     def graph(self, enabled: bool = True) -> Self:
