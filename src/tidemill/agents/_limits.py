@@ -172,22 +172,25 @@ class UsageLimits:
         settings["max_tokens"] = room
         return replace(request, settings=settings)
 
+    def fit_model(self, request: ModelRequest, used: Usage, model: Model) -> ModelRequest:
+        """`fit`, with the `max_tokens` default and reasoning budget `model` says it has."""
+        return self.fit(
+            request,
+            used,
+            model_max_tokens=_model_max_tokens(model),
+            thinking_budget=_thinking_budget(model),
+        )
+
     async def prepare(
         self, request: ModelRequest, writer: ThreadWriter, loop: AgentLoop
     ) -> ModelRequest:
-        """`fit` for the agent loop: a refused call fails the run, journaled.
+        """`fit_model` for the agent loop: a refused call fails the run, journaled.
 
         Raises:
             LimitExceeded: As `fit` does, with the partial run as its `response`.
         """
-        model = loop.model
         try:
-            return self.fit(
-                request,
-                writer.state.usage,
-                model_max_tokens=_model_max_tokens(model),
-                thinking_budget=_thinking_budget(model),
-            )
+            return self.fit_model(request, writer.state.usage, loop.model)
         except LimitExceeded as exc:
             await writer.append(RunFailed(reason="limit", limit=exc.limit, message=exc.message))
             exc.response = loop.response(writer)

@@ -198,6 +198,21 @@ async def test_token_limits_stop_after_the_answer_that_crosses_them() -> None:
     assert info.value.response.usage.output_tokens > 50
 
 
+async def test_token_limits_are_checked_before_the_call_too() -> None:
+    model = ScriptedModel(["ok", "ok"])
+    runtime = GraphRuntime(model=model, limits=UsageLimits(input_tokens=100, output_tokens=500))
+    assert (await runtime.arun("x" * 400)).output == "ok"  # estimated at exactly 100: sent
+    assert model.requests[0].settings.get("max_tokens") == 500  # lowered to the budget
+    with pytest.raises(LimitExceeded) as info:
+        await runtime.arun("x" * 404)  # estimated at 101: never sent
+    assert len(model.requests) == 1
+    assert info.value.limit == "input_tokens" and "estimated" in info.value.message
+    partial = info.value.response
+    assert partial is not None
+    state = await runtime.astate(partial.thread_id)
+    assert state is not None and state.status == "failed"
+
+
 async def test_threads_keep_the_conversation_across_runs() -> None:
     model = ScriptedModel(["One.", "Two."], strict=True)
     runtime = GraphRuntime(model=model)

@@ -95,11 +95,14 @@ class AgentNodes:
         request = ModelRequest(
             (*system, *state["messages"]), self.runner.tools.definitions(), run.settings
         )
+        limits = run.bounds.limits
+        if limits.tokens:
+            request = await self._fit(request, run)
         try:
             with self.tracer.model_span(
                 self.model.model_name,
                 provider=self.model.provider,
-                settings=run.settings,
+                settings=request.settings,
                 messages=request.messages,
                 parent=log.writer.span,
             ) as span:
@@ -109,8 +112,7 @@ class AgentNodes:
             await log.append(Correction(error=str(exc), feedback=exc.feedback))
             return {"messages": [Message.user(exc.feedback)]}
         turn, message = ModelTurn(response=response), response.message
-        limits = run.bounds.limits
-        if limits.tokens and (crossed := limits.after_response(journal.usage + response.usage)):
+        if limits.tokens and (crossed := limits.after_turn(journal.usage, request, response)):
             await self._stop(run, crossed, turn)
         if not message.tool_calls:
             await log.append(turn)
@@ -139,6 +141,19 @@ class AgentNodes:
         if response is None:
             raise AgentError("The model's stream ended without its final response.")
         return response
+
+    async def _fit(self, request: ModelRequest, run: GraphRun) -> ModelRequest:
+        """The call made to fit the token limits, as the built-in loop does (`fit`).
+
+        Raises:
+            LimitExceeded: When the call would cross a limit; the run fails, journaled.
+        """
+        try:
+            return run.bounds.limits.fit_model(request, run.log.state.usage, self.model)
+        except LimitExceeded as exc:
+            await run.log.append(RunFailed(reason="limit", limit=exc.limit, message=exc.message))
+            exc.response = run.response()
+            raise
 
     async def _check_bounds(self, run: GraphRun) -> None:
         """Fail the run before the next model call when a bound says so."""
