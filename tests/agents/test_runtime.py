@@ -437,6 +437,19 @@ async def test_astream_text_yields_only_text() -> None:
     assert "".join(chunks) == "a b c"
 
 
+def test_stream_text_is_the_blocking_twin_and_takes_the_run_bounds() -> None:
+    looping = ScriptedModel(
+        handler=lambda _: Message.assistant(
+            "again", tool_calls=tuple(calls(("add", {"a": 1, "b": 2})))
+        )
+    )
+    runtime = AgentRuntime(model=ScriptedModel(["a b c"]))
+    assert "".join(runtime.stream_text("x")) == "a b c"
+    with pytest.raises(MaxIterationsExceeded) as info:
+        list(AgentRuntime(model=looping, tools=[add]).stream_text("go", max_iterations=2))
+    assert info.value.value == 2
+
+
 def test_sync_methods_work_from_plain_code_and_inside_a_running_loop() -> None:
     runtime = AgentRuntime(model=ScriptedModel(["one", "two", "three"]))
     assert runtime.run("x").output == "one"

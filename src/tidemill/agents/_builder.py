@@ -160,7 +160,11 @@ class AgentBuilder(AgentFacade):
         return self._changed()
 
     def name(self, value: str) -> Self:
-        """Name the agent, for logs, tool contexts and delegation."""
+        """Name the agent.
+
+        Its run's trace span (`invoke_agent {name}`), `ToolContext.agent` and
+        `describe()` carry the name. Specialists are named by `.agent(name, ...)`.
+        """
         if not value:
             raise ConfigurationError("An agent's name must not be empty.")
         self._name = value

@@ -124,12 +124,48 @@ class AgentFacade(ABC):
         )
 
     async def astream_text(
-        self, prompt: Prompt, *, thread_id: str | None = None, **settings: Unpack[ModelSettings]
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[str]:
         """Yield only the assistant's text, as it is written."""
-        async for event in self.astream(prompt, thread_id=thread_id, **settings):
+        events = self.astream(
+            prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
+        )
+        async for event in events:
             if isinstance(event, TextDelta):
                 yield event.delta
+
+    def stream_text(
+        self,
+        prompt: Prompt,
+        *,
+        thread_id: str | None = None,
+        max_iterations: int | None = None,
+        limits: UsageLimits | None = None,
+        **settings: Unpack[ModelSettings],
+    ) -> Iterator[str]:
+        """Blocking `astream_text`.
+
+        Example:
+            >>> from tidemill import agent
+            >>> bot = agent().llm("fake", responses=["Hello there"])
+            >>> "".join(bot.stream_text("Hi"))
+            'Hello there'
+        """
+        return self._sync.iterate(
+            self.astream_text(
+                prompt,
+                thread_id=thread_id,
+                max_iterations=max_iterations,
+                limits=limits,
+                **settings,
+            )
+        )
 
     def resume(
         self,
