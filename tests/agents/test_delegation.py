@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tidemill import AgentRuntime, ConfigurationError, agent
+from tidemill import AgentRuntime, ConfigurationError, LimitExceeded, agent
 from tidemill.agents import AgentTool, Delegation, UsageLimits
 from tidemill.llm import ModelRequest, ScriptedModel
 from tidemill.tools import ToolContext
@@ -152,6 +152,26 @@ def test_broadcast_keeps_every_answer_when_one_fails() -> None:
     assert results["c"].output == "C"
     assert results["b"].metadata["error"] == "ScriptExhausted"
     assert "b failed" in results["b"].output
+
+
+def test_broadcast_and_pipeline_give_each_specialist_the_child_budget() -> None:
+    def talker() -> AgentRuntime:
+        return AgentRuntime(model=ScriptedModel(handler=lambda r: "x" * 400))  # ~100 tokens out
+
+    boss = (
+        agent()
+        .llm("fake")
+        .agent("a", talker())
+        .agent("b", talker())
+        .delegation(child_limits=UsageLimits(output_tokens=50))
+    )
+    results = boss.broadcast("go")
+    assert {r.metadata.get("error") for r in results.values()} == {"LimitExceeded"}
+    with pytest.raises(LimitExceeded) as info:
+        boss.pipeline("go", ["a", "b"])
+    assert info.value.limit == "output_tokens"
+    unbounded = agent().llm("fake").agent("a", talker())
+    assert unbounded.broadcast("go")["a"].output == "x" * 400
 
 
 def test_pipeline_chains_specialists() -> None:

@@ -217,20 +217,25 @@ def _text(output: object) -> str:
 
 
 async def broadcast(
-    specialists: Mapping[str, Worker], task: str, *, max_concurrency: int = 4
+    specialists: Mapping[str, Worker],
+    task: str,
+    *,
+    max_concurrency: int = 4,
+    limits: UsageLimits | None = None,
 ) -> dict[str, AgentResponse]:
     """Run every specialist on the same task, concurrently.
 
     One specialist failing does not lose the others' work: its entry is an
     `AgentResponse` whose output says what went wrong, with
-    `metadata["error"]` set.
+    `metadata["error"]` set. `limits` bounds each specialist's run, as
+    `Delegation.child_limits` bounds a delegated one.
     """
     gate = asyncio.Semaphore(max_concurrency)
 
     async def one(name: str, worker: Worker) -> AgentResponse:
         async with gate:
             try:
-                return await worker.arun(task)
+                return await worker.arun(task, limits=limits)
             except AgentError as exc:
                 partial = getattr(exc, "response", None)
                 return AgentResponse(
@@ -245,11 +250,17 @@ async def broadcast(
 
 
 async def pipeline(
-    specialists: Mapping[str, Worker], task: str, order: Sequence[str]
+    specialists: Mapping[str, Worker],
+    task: str,
+    order: Sequence[str],
+    *,
+    limits: UsageLimits | None = None,
 ) -> AgentResponse:
     """Chain specialists: each gets the previous one's answer as its task.
 
     Returns the last answer, with one step per stage and the usage of all.
+    `limits` bounds each stage's run, as `Delegation.child_limits` bounds a
+    delegated one.
 
     Raises:
         ConfigurationError: When `order` names an unknown specialist.
@@ -267,7 +278,7 @@ async def pipeline(
     usage = Usage()
     output: object = task
     for index, name in enumerate(order):
-        response = await specialists[name].arun(current)
+        response = await specialists[name].arun(current, limits=limits)
         output, current = response.output, _text(response.output)
         usage = usage + response.usage
         messages.append(Message.assistant(current, name=name))

@@ -407,8 +407,12 @@ class AgentRuntime(AgentFacade):
         Raises:
             ConfigurationError: When the agent has no specialists.
         """
+        delegation = self.delegation
         return await broadcast(
-            self._workers(), task, max_concurrency=self.delegation.max_concurrency
+            self._workers(),
+            task,
+            max_concurrency=delegation.max_concurrency,
+            limits=delegation.child_limits,
         )
 
     def broadcast(self, task: str) -> dict[str, AgentResponse]:
@@ -422,7 +426,7 @@ class AgentRuntime(AgentFacade):
             ConfigurationError: When the agent has no specialists or `order`
                 names an unknown one.
         """
-        return await pipeline(self._workers(), task, order)
+        return await pipeline(self._workers(), task, order, limits=self.delegation.child_limits)
 
     def pipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
         """Blocking `apipeline`."""
