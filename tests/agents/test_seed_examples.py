@@ -346,13 +346,14 @@ def test_agent_adds_a_specialist_the_supervisor_routes_on() -> None:
 
 def test_agent_tool_runs_its_worker_on_a_task() -> None:
     # Seed: t = AgentTool(worker, name="helper", description="Does small jobs.");
-    # t.run(task="tidy up").content == 'done'. Tidemill's tools are called with
-    # their arguments and a ToolContext; the worker's answer is the value.
-    worker = agent().llm("fake", responses=["done"])
+    # t.run(task="tidy up").content == 'done'.
+    worker = agent().llm("fake", responses=["done", "done again"])
     t = AgentTool(worker, name="helper", description="Does small jobs.")
+    assert t.run(task="tidy up").content == "done"
+    # The agent runtime's way: the arguments and a ToolContext; the worker's answer is the value.
     context = ToolContext(thread_id="t", call_id="c1", tool_name="helper")
     result = asyncio.run(t.acall({"task": "tidy up"}, context))
-    assert result.value == "done"  # type: ignore[attr-defined]
+    assert result.value == "done again"  # type: ignore[attr-defined]
     assert t.definition.description == "Does small jobs."
     assert t.definition.parameters["required"] == ["task"]
 

@@ -9,7 +9,7 @@ import pydantic
 import pytest
 
 from tidemill import ConfigurationError, ToolArgumentsError
-from tidemill.tools import FunctionTool, Tool, ToolContext, render_result, tool
+from tidemill.tools import FunctionTool, Tool, ToolContext, ToolReturn, render_result, tool
 
 CTX = ToolContext(thread_id="t", call_id="c", tool_name="x")
 
@@ -223,3 +223,58 @@ def test_a_lambda_needs_a_name() -> None:
     with pytest.raises(ConfigurationError, match="lambda has no name"):
         tool(lambda: 1)
     assert FunctionTool(lambda: 1, name="one").name == "one"
+
+
+# -- calling a tool yourself -----------------------------------------------------------------
+
+
+def test_run_validates_runs_and_renders_as_an_agent_would() -> None:
+    @tool
+    def stock(sku: str, ctx: ToolContext) -> dict[str, object]:
+        """Units in stock.
+
+        Args:
+            sku: The product.
+        """
+        return {"sku": sku, "units": 3, "thread": ctx.thread_id}
+
+    result = stock.run(sku="grinder")
+    assert result.name == "stock" and not result.is_error
+    assert result.content == '{"sku":"grinder","units":3,"thread":"direct"}'
+    assert result.call_id.startswith("direct_")
+    own = ToolContext(thread_id="t1", call_id="c9", tool_name="stock")
+    assert stock.run(own, sku="kettle").call_id == "c9"
+    with pytest.raises(ToolArgumentsError, match="sku"):
+        stock.run(sku=42)
+
+
+def test_run_unwraps_a_tool_return_and_lets_errors_raise() -> None:
+    @tool
+    def refuse() -> ToolReturn:
+        """Always refuses."""
+        return ToolReturn("not today", is_error=True)
+
+    @tool
+    def explode() -> str:
+        """Always fails."""
+        raise RuntimeError("boom")
+
+    result = refuse.run()
+    assert (result.content, result.is_error) == ("not today", True)
+    with pytest.raises(RuntimeError, match="boom"):
+        explode.run()
+
+
+def test_blocking_run_inside_an_event_loop_says_to_await_arun() -> None:
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    async def inside() -> str:
+        with pytest.raises(ConfigurationError, match="inside an event loop") as info:
+            echo.run(text="x")
+        assert info.value.hint and "arun" in info.value.hint
+        return (await echo.arun(text="y")).content
+
+    assert asyncio.run(inside()) == "y"

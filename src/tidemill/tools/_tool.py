@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, cast, get_type_hints
 
@@ -15,7 +16,8 @@ from pydantic import JsonValue
 from tidemill.errors import ConfigurationError, ToolArgumentsError
 from tidemill.tools._context import ToolContext
 from tidemill.tools._docstring import parse_docstring
-from tidemill.types import ToolDefinition
+from tidemill.tools._return import ToolReturn
+from tidemill.types import ToolDefinition, ToolResult
 
 __all__ = ["FunctionTool", "Tool", "render_result"]
 
@@ -126,6 +128,65 @@ class Tool:
     def render(self, value: object) -> str:
         """Turn the tool's return value into the text the model sees."""
         return render_result(value)
+
+    async def arun(self, context: ToolContext | None = None, /, **arguments: Any) -> ToolResult:
+        """Call the tool yourself, as an agent would: validate, run, render.
+
+        For scripts and tests. Unlike a call the model makes, a problem
+        raises instead of becoming an error result the model can correct.
+
+        Args:
+            context: The call's context; by default a one-off one
+                (`thread_id="direct"`, a fresh `call_id`).
+            **arguments: The arguments, as the model would send them.
+
+        Raises:
+            ToolArgumentsError: When the arguments do not fit the schema.
+
+        Example:
+            >>> import asyncio
+            >>> from tidemill import tool
+            >>> @tool
+            ... def add(a: int, b: int) -> int:
+            ...     '''Add two numbers.'''
+            ...     return a + b
+            >>> asyncio.run(add.arun(a=2, b=3)).content
+            '5'
+        """
+        if context is None:
+            call_id = "direct_" + secrets.token_hex(6)
+            context = ToolContext(thread_id="direct", call_id=call_id, tool_name=self.name)
+        value = await self.acall(self.validate(arguments), context)
+        failed = isinstance(value, ToolReturn) and value.is_error
+        shown = value.value if isinstance(value, ToolReturn) else value
+        return ToolResult(
+            call_id=context.call_id, name=self.name, content=self.render(shown), is_error=failed
+        )
+
+    def run(self, context: ToolContext | None = None, /, **arguments: Any) -> ToolResult:
+        """Blocking `arun`, for code that is not inside an event loop.
+
+        Raises:
+            ToolArgumentsError: When the arguments do not fit the schema.
+            ConfigurationError: When called inside a running event loop.
+
+        Example:
+            >>> from tidemill import tool
+            >>> @tool
+            ... def shout(text: str) -> str:
+            ...     '''Upper-case the text.'''
+            ...     return text.upper()
+            >>> shout.run(text="hi").content
+            'HI'
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(context, **arguments))
+        raise ConfigurationError(
+            f"Tool {self.name!r} was run with the blocking run() inside an event loop.",
+            hint="Use `await tool.arun(...)` there.",
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
