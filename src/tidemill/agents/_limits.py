@@ -303,8 +303,12 @@ def _model_max_tokens(model: Model) -> int:
     """The `max_tokens` `model` sends when a request sets none, as far as it says.
 
     A model's default settings, else its own default (Anthropic's, which the
-    API requires); a fallback model's smallest; else `SAFE_MAX_TOKENS`.
+    API requires); a fallback model's smallest; a wrapper's (`inner`) model's;
+    else `SAFE_MAX_TOKENS`.
     """
+    inner = getattr(model, "inner", None)
+    if isinstance(inner, Model):
+        return _model_max_tokens(inner)
     members = getattr(model, "models", None)
     if isinstance(members, tuple) and members and all(isinstance(m, Model) for m in members):
         return min(_model_max_tokens(m) for m in members)
@@ -316,7 +320,10 @@ def _model_max_tokens(model: Model) -> int:
 
 
 def _thinking_budget(model: Model) -> int | None:
-    """The largest reasoning budget `model` (or any model it falls back to) is set to."""
+    """The largest reasoning budget `model` (or any model it falls back to or wraps) is set to."""
+    inner = getattr(model, "inner", None)
+    if isinstance(inner, Model):
+        return _thinking_budget(inner)
     members = getattr(model, "models", None)
     if isinstance(members, tuple) and members and all(isinstance(m, Model) for m in members):
         budgets = [b for m in members if (b := _thinking_budget(m)) is not None]

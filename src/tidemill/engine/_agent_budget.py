@@ -222,6 +222,7 @@ class BudgetModel(Model):
         self.provider = model.provider
         self.model_name = model.model_name
         self.supports_tools = model.supports_tools
+        self.supports_output_format = model.supports_output_format
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Ask the wrapped model, unless a bound is used up."""

@@ -54,6 +54,7 @@ class MeteredModel(Model):
         self.provider = model.provider
         self.model_name = model.model_name
         self.supports_tools = model.supports_tools
+        self.supports_output_format = model.supports_output_format
         self.records: list[dict[str, Any]] = [] if records is None else records
 
     async def request(self, request: ModelRequest) -> ModelResponse:
