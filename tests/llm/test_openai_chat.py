@@ -45,14 +45,16 @@ WEATHER = ToolDefinition(
 )
 
 
-def conversation(reasoning_provider: str = "openai") -> ModelRequest:
+def conversation(reasoning_provider: str = "openai", *, image: bool = True) -> ModelRequest:
     """A system prompt, an image, a tool call with reasoning, its result, and a follow-up."""
     return ModelRequest(
         [
             Message.system("You are terse."),
             Message.user(
                 "What is in this picture, and the weather there?",
-                images=(ImageRef(url="https://example.com/cat.png", detail="low"),),
+                images=(ImageRef(url="https://example.com/cat.png", detail="low"),)
+                if image
+                else (),
             ),
             Message.assistant(
                 "Let me check.",
@@ -132,7 +134,7 @@ async def test_the_exact_openai_request() -> None:
 
 
 async def test_deepseek_sends_its_reasoning_back_and_plain_max_tokens() -> None:
-    body = await sent_body("deepseek", conversation("deepseek"))
+    body = await sent_body("deepseek", conversation("deepseek", image=False))  # text only
     assistant = body["messages"][2]
     assert assistant == {
         "role": "assistant",
@@ -148,7 +150,7 @@ async def test_deepseek_sends_its_reasoning_back_and_plain_max_tokens() -> None:
     }
     assert body["max_tokens"] == 100 and "max_completion_tokens" not in body
     # Reasoning from another provider is not DeepSeek's to receive.
-    other = await sent_body("deepseek", conversation("anthropic"))
+    other = await sent_body("deepseek", conversation("anthropic", image=False))
     assert "reasoning_content" not in other["messages"][2]
 
 
@@ -159,6 +161,36 @@ async def test_mistral_gets_nine_character_ids_and_no_stream_options() -> None:
     assert body["messages"][2]["tool_calls"][0]["id"] == short
     assert body["messages"][3] == {"role": "tool", "tool_call_id": short, "content": "18C, sunny"}
     assert "stream_options" not in body and body["max_tokens"] == 100
+
+
+@pytest.mark.parametrize(
+    ("provider", "url", "words"),
+    [
+        ("deepseek", "data:image/png;base64,iVBORw0KGgo=", "takes text only"),
+        ("ollama", "https://example.com/cat.png", "cannot fetch the image"),
+    ],
+)
+async def test_an_image_the_vendor_cannot_take_is_refused_before_sending(
+    provider: str, url: str, words: str
+) -> None:
+    recorder = Recorder([])  # any request would fail: none may be sent
+    model = chat_model(provider, recorder)
+    request = ModelRequest([Message.user("What is this?", images=(ImageRef(url=url),))])
+    with pytest.raises(ConfigurationError, match=words) as info:
+        await model.request(request)
+    assert info.value.hint
+    assert recorder.requests == []
+
+
+async def test_ollama_takes_an_inline_image() -> None:
+    inline = ImageRef(url="data:image/png;base64,iVBORw0KGgo=")
+    body = await sent_body(
+        "ollama", ModelRequest([Message.user("What is this?", images=(inline,))])
+    )
+    assert body["messages"][0]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+    }
 
 
 async def test_openai_never_receives_reasoning_and_sends_null_content_for_pure_tool_turns() -> None:

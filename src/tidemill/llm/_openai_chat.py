@@ -224,7 +224,7 @@ def _messages(messages: Sequence[Message], dialect: OpenAIDialect) -> list[ChatM
         if message.role is Role.SYSTEM:
             wire.append({"role": "system", "content": message.content})
         elif message.role is Role.USER:
-            wire.append(_user(message))
+            wire.append(_user(message, dialect))
         elif message.role is Role.ASSISTANT:
             wire.append(_assistant(message, dialect))
         else:
@@ -238,9 +238,11 @@ def _messages(messages: Sequence[Message], dialect: OpenAIDialect) -> list[ChatM
     return wire
 
 
-def _user(message: Message) -> ChatUserMessage:
+def _user(message: Message, dialect: OpenAIDialect) -> ChatUserMessage:
     content: str | list[ChatContentPart] = message.content
     if message.images:
+        for image in message.images:
+            dialect.check_image(image)
         parts: list[ChatContentPart] = []
         if message.content:
             parts.append({"type": "text", "text": message.content})

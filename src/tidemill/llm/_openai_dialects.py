@@ -18,12 +18,12 @@ import re
 import string
 from typing import ClassVar, Literal
 
-from tidemill.errors import MalformedToolCall, ProviderError
+from tidemill.errors import ConfigurationError, MalformedToolCall, ProviderError
 from tidemill.llm._credentials import CredentialSource
 from tidemill.llm._model import OutputFormat
 from tidemill.llm._openai_wire import ChatAssistantMessage, ChatJsonSchema, ChatResponseFormat
 from tidemill.llm._strict_schema import openai_schema
-from tidemill.types import Message
+from tidemill.types import ImageRef, Message
 
 __all__ = [
     "DIALECTS",
@@ -72,6 +72,13 @@ class OpenAIDialect:
 
     def add_assistant_fields(self, message: Message, wire: ChatAssistantMessage) -> None:
         """Add vendor fields to an outgoing assistant message (OpenAI takes none)."""
+
+    def check_image(self, image: ImageRef) -> None:
+        """Refuse, before sending, an image this vendor documents it cannot take.
+
+        Raises:
+            ConfigurationError: Saying which images the vendor does take.
+        """
 
     def translate_error(self, error: ProviderError) -> Exception:
         """Turn a provider error into the exception to raise (by default, itself)."""
@@ -126,6 +133,14 @@ class DeepSeekDialect(OpenAIDialect):
         "deepseek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", base_url_env="DEEPSEEK_BASE_URL"
     )
     max_tokens_field = "max_tokens"
+
+    def check_image(self, image: ImageRef) -> None:
+        """DeepSeek's chat API takes text only."""
+        raise ConfigurationError(
+            "DeepSeek's chat API takes text only; this message has an image.",
+            hint="Describe the image in text, or use a model that takes images "
+            "(openai:gpt-4o-mini, anthropic:..., gemini:...).",
+        )
 
     def response_format(self, output: OutputFormat) -> ChatResponseFormat:
         """Always `json_object`: DeepSeek has no `json_schema` response format."""
@@ -200,6 +215,14 @@ class OllamaDialect(OpenAIDialect):
         key_required=False,
     )
     max_tokens_field = "max_tokens"
+
+    def check_image(self, image: ImageRef) -> None:
+        """Ollama takes images inline only, as base64 `data:` URLs; it fetches no URL."""
+        if not (image.url.startswith("data:") and ";base64," in image.url[:100]):
+            raise ConfigurationError(
+                f"Ollama cannot fetch the image at {image.url[:80]!r}.",
+                hint="Pass the image inline, as a base64 data: URL (data:image/png;base64,...).",
+            )
 
 
 class VllmDialect(OpenAIDialect):

@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 
 from tidemill.errors import (
     AuthenticationError,
+    ConfigurationError,
     ContextWindowExceeded,
     MalformedToolCall,
+    MissingCredentialsError,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -103,7 +105,9 @@ def proxy_error(error: BaseException) -> ProxyError:
     Upstream refusals keep their meaning: a rejected key is a 401 (or 403),
     a rate limit a 429 carrying `retry-after`, a too-long prompt a 400 with
     code `context_length_exceeded`, a timeout a 504, other upstream failures
-    a 502. Anything unexpected is a 500 that names no internals.
+    a 502. A request the upstream cannot take as asked (an image its
+    provider cannot fetch, a schema strict mode cannot express) is a 400
+    saying why. Anything unexpected is a 500 that names no internals.
 
     Example:
         >>> from tidemill.errors import RateLimitError
@@ -121,6 +125,10 @@ def proxy_error(error: BaseException) -> ProxyError:
             status=502,
             type="api_error",
             code="upstream_malformed_tool_call",
+        )
+    if isinstance(error, ConfigurationError) and not isinstance(error, MissingCredentialsError):
+        return ProxyError(
+            str(error), status=400, type="invalid_request_error", code="unsupported_for_model"
         )
     if isinstance(error, TidemillError):
         return ProxyError(str(error), status=500, type="api_error", code="internal_error")
