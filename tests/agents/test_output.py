@@ -13,7 +13,7 @@ from tidemill import (
 )
 from tidemill.agents import OutputSpec
 from tidemill.agents.checkpoint import Checkpointer
-from tidemill.llm import ScriptedModel
+from tidemill.llm import ScriptedModel, strict_json_schema
 from tidemill.types import Role
 
 
@@ -154,6 +154,43 @@ def test_strict_output_specs() -> None:
     with pytest.raises(ConfigurationError, match="cannot be made strict") as info:
         OutputSpec.of(Tags, strict=True)
     assert info.value.hint and "strict=False" in info.value.hint
+
+
+class Tidal(pydantic.BaseModel):
+    port: str
+    notes: list[str] = []
+    range_m: float | None = None
+
+
+def test_a_strict_answer_may_leave_an_optional_field_out_with_null() -> None:
+    # strict_json_schema makes the optional fields nullable, OpenAI's way to leave one out.
+    fmt = OutputSpec.of(Tidal, strict=True).format
+    assert fmt is not None
+    strict = strict_json_schema(fmt.schema)
+    assert strict["properties"]["notes"]["type"] == ["array", "null"]  # type: ignore[index]
+    spec = OutputSpec.of(Tidal, strict=True)
+    answer = '{"port": "Oban", "notes": null, "range_m": null}'
+    assert spec.parse(answer) == ({"port": "Oban", "notes": [], "range_m": None}, [])
+    assert spec.parse('{"port": null, "notes": null, "range_m": 2}')[1] == ["port: Field required"]
+    plain = OutputSpec.of(SCHEMA | {"required": ["port"]}, strict=True)
+    assert plain.parse('{"port": "Oban", "height_m": null}') == ({"port": "Oban"}, [])
+
+
+class Chart(pydantic.BaseModel):
+    name: str
+    parts: list[Chart] = []
+
+
+def test_a_recursive_model_has_a_native_format_and_can_be_strict() -> None:
+    # pydantic gives a recursive model's schema as {"$ref": "#/$defs/Chart", "$defs": ...}.
+    assert "$ref" in Chart.model_json_schema()
+    spec = OutputSpec.of(Chart, strict=True)
+    assert spec.format is not None and spec.format.schema["type"] == "object"
+    strict = strict_json_schema(Chart.model_json_schema())
+    assert strict["type"] == "object" and strict["additionalProperties"] is False
+    assert strict["required"] == ["name", "parts"]
+    answer = '{"name": "Oban", "parts": [{"name": "Kerrera", "parts": null}]}'
+    assert spec.parse(answer)[1] == []
 
 
 async def test_the_builder_asks_for_strict_mode() -> None:

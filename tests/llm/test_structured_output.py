@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from bedrock_replay import bedrock_model, delta, event, event_stream, finish, isolate_aws
-from llm_replay import Recorder, chat_model, json_reply, sse, stream_all
+from llm_replay import Recorder, chat_model, fixture_bytes, json_reply, split, sse, stream_all
 from replay_models import anthropic_vertex_model, gemini_model, responses_model, vertex_model
 
 from tidemill.errors import ConfigurationError, ProviderError
@@ -34,7 +34,7 @@ CITY: dict[str, Any] = {
 STRICT_CITY = {
     "type": "object",
     "title": "City",
-    "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+    "properties": {"name": {"type": "string"}, "population": {"type": ["integer", "null"]}},
     "required": ["name", "population"],
     "additionalProperties": False,
 }
@@ -452,6 +452,57 @@ async def test_bedrock_streamed_tool_input_streams_as_text() -> None:
     assert streamed.response.finish_reason == "stop"
 
 
+def _as_output(name: str, properties: dict[str, Any]) -> ModelRequest:
+    fmt = OutputFormat(name, {"type": "object", "properties": properties})
+    return ModelRequest([Message.user("?")], output_format=fmt)
+
+
+@pytest.mark.parametrize(
+    ("file", "name", "content"),
+    [
+        # Text first, then the tool's input over input_json_delta fragments (the first empty).
+        ("anthropic/tool-use-stream.sse", "get_weather", '{"location": "Paris"}'),
+        # Two calls of the tool, each with an empty input: the first is the answer.
+        ("anthropic/parallel-tool-use-no-args-stream.sse", "pelican_name_generator", "{}"),
+    ],
+)
+async def test_a_recorded_anthropic_tool_stream_streams_exactly_the_answer(
+    file: str, name: str, content: str
+) -> None:
+    chunks = split(fixture_bytes(file), (50,))
+    model = chat_model("anthropic", Recorder([sse(b"", chunks=chunks)]))
+    streamed = await stream_all(model, _as_output(name, {}))
+    await model.aclose()
+    assert streamed.response.message.content == content
+    assert streamed.text == content
+    assert streamed.calls_from_deltas() == {}
+    assert streamed.response.message.tool_calls == ()
+    assert streamed.response.finish_reason == "stop"
+
+
+@pytest.mark.usefixtures("aws")
+async def test_a_recorded_bedrock_tool_stream_streams_exactly_the_answer() -> None:
+    # Nova writes a <thinking> text block before its toolUse.
+    body = fixture_bytes("bedrock-converse/tool-use-stream.bin")
+    model = bedrock_model(Recorder([event_stream(chunks=[body])]))
+    streamed = await stream_all(model, _as_output("get_temperature", {"city": {}}))
+    await model.aclose()
+    assert streamed.response.message.content == '{"city":"Paris"}'
+    assert streamed.text == streamed.response.message.content
+    assert streamed.response.message.tool_calls == ()
+    assert streamed.response.finish_reason == "stop"
+
+
+async def test_a_plain_text_answer_without_the_output_tool_still_streams_as_text() -> None:
+    chunks = split(fixture_bytes("anthropic/tool-use-stream.sse"), (50,))
+    model = chat_model("anthropic", Recorder([sse(b"", chunks=chunks)]))
+    streamed = await stream_all(model, _as_output("final_answer", {}))
+    await model.aclose()
+    assert streamed.text == streamed.response.message.content
+    assert streamed.text == "I'll check the current weather in Paris for you."
+    assert [call.name for call in streamed.response.message.tool_calls] == ["get_weather"]
+
+
 # -- the scripted model -------------------------------------------------------------------------
 
 
@@ -487,19 +538,19 @@ def test_strict_closes_objects_requires_everything_and_drops_what_it_cannot_keep
     before = json.dumps(schema, sort_keys=True)
     tag = {
         "type": "object",
-        "properties": {"label": {"type": "string"}},
+        "properties": {"label": {"type": ["string", "null"]}},
         "required": ["label"],
         "additionalProperties": False,
     }
     assert strict_json_schema(schema) == {
         "$defs": {"Tag": tag},
         "type": "object",
-        "properties": {
+        "properties": {  # the optional ones nullable: OpenAI's way to leave one out
             "when": {"type": "string", "format": "date-time", "pattern": "^2"},
-            "tags": {"type": "array", "items": {"$ref": "#/$defs/Tag"}},
-            "main": {**tag, "description": "The main tag."},
-            "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]},
-            "size": {"type": "integer", "minimum": 1},
+            "tags": {"type": ["array", "null"], "items": {"$ref": "#/$defs/Tag"}},
+            "main": {**tag, "type": ["object", "null"], "description": "The main tag."},
+            "kind": {"anyOf": [{"anyOf": [{"const": "a"}, {"const": "b"}]}, {"type": "null"}]},
+            "size": {"type": ["integer", "null"], "minimum": 1},
         },
         "required": ["when", "tags", "main", "kind", "size"],
         "additionalProperties": False,

@@ -64,8 +64,9 @@ class OutputSpec:
 
     def __post_init__(self) -> None:
         output_format = None
-        if self.schema.get("type") == "object":
-            output_format = OutputFormat(schema=self.schema, strict=self.strict)
+        schema = _root_inlined(self.schema)
+        if schema.get("type") == "object":
+            output_format = OutputFormat(schema=schema, strict=self.strict)
         object.__setattr__(self, "format", output_format)
 
     @classmethod
@@ -133,6 +134,8 @@ class OutputSpec:
             value: JsonValue = json.loads(raw)
         except ValueError as exc:
             return None, [f"the answer is not JSON: {exc}"]
+        if self.strict:
+            value = _nulls_left_out(value, self.schema)
         if self._adapter is not None:
             try:
                 checked = self._adapter.validate_python(value)
@@ -160,3 +163,38 @@ class OutputSpec:
             + "; ".join(errors)
             + ". Reply again with only the corrected JSON value."
         )
+
+
+def _nulls_left_out(value: JsonValue, schema: dict[str, JsonValue]) -> JsonValue:
+    """`value` without the properties that are null where the schema takes no null.
+
+    In strict mode an optional property is sent nullable (`strict_json_schema`),
+    OpenAI's way to let the model leave it out: such a null means "left out".
+    """
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = list(validator.iter_errors(value))
+    paths = []
+    while errors:  # with the errors of `anyOf` branches, for a union of objects
+        error = errors.pop()
+        errors.extend(error.context or ())
+        if error.instance is None and error.absolute_path:
+            paths.append(list(error.absolute_path))
+    for *parents, key in paths:
+        parent: JsonValue = value
+        for part in parents:
+            parent = parent[part]  # type: ignore[index]
+        if isinstance(parent, dict) and isinstance(key, str):
+            parent.pop(key, None)
+    return value
+
+
+def _root_inlined(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """A root `$ref` into `$defs` (pydantic's schema of a recursive model) inlined."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if not isinstance(ref, str) or not ref.startswith("#/$defs/") or not isinstance(defs, dict):
+        return schema
+    target = defs.get(ref.removeprefix("#/$defs/"))
+    if not isinstance(target, dict):
+        return schema
+    return {**{k: v for k, v in schema.items() if k != "$ref"}, **target}

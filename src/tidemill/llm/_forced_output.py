@@ -99,7 +99,7 @@ def forced_text(response: ModelResponse, request: ModelRequest) -> ModelResponse
     if answer is None:
         return response
     text = answer.raw_arguments if answer.raw_arguments is not None else dumps(answer.arguments)
-    others = tuple(call for call in calls if call is not answer)
+    others = tuple(call for call in calls if call.name != output.name)  # a repeat is dropped
     message = response.message.model_copy(update={"content": text, "tool_calls": others})
     finish = response.finish_reason
     if not others and finish == "tool_calls":
@@ -110,23 +110,48 @@ def forced_text(response: ModelResponse, request: ModelRequest) -> ModelResponse
 async def forced_text_stream(
     events: AsyncIterator[ModelStreamEvent], request: ModelRequest
 ) -> AsyncGenerator[ModelStreamEvent, None]:
-    """Pass `events` on, the output tool's argument fragments as text deltas."""
+    """Pass `events` on, the output tool's argument fragments as text deltas.
+
+    The text deltas add up to the final `message.content`: text the model
+    writes besides the output tool's call is held back until the response
+    ends, and passed on only when the tool was not called (then it is the
+    answer); the first call of the tool is the answer, as in `forced_text`.
+    """
     output = request.output_format
     answer_index: int | None = None
+    repeats: set[int] = set()
+    held: list[ModelStreamEvent] = []
+    streamed: list[str] = []
     async with aclosing(_aiter(events)) as stream:
         async for event in stream:
             if output is None:
                 yield event
+            elif event.type == "text":
+                held.append(event)
             elif event.type == "tool_call_delta":
-                if event.name == output.name:
+                if event.name == output.name and answer_index is None:
                     answer_index = event.index
+                elif event.name == output.name and event.index != answer_index:
+                    repeats.add(event.index)
+                if event.index in repeats:
+                    continue
                 if event.index == answer_index:
                     if event.arguments_delta:
+                        streamed.append(event.arguments_delta)
                         yield TextDelta(delta=event.arguments_delta)
                 else:
                     yield event
             elif event.type == "response":
-                yield ResponseDone(response=forced_text(event.response, request))
+                done = forced_text(event.response, request)
+                if answer_index is None:
+                    for text in held:
+                        yield text
+                elif streamed:
+                    message = done.message.model_copy(update={"content": "".join(streamed)})
+                    done = done.model_copy(update={"message": message})
+                elif done.message.content:
+                    yield TextDelta(delta=done.message.content)
+                yield ResponseDone(response=done)
             else:
                 yield event
 

@@ -67,7 +67,7 @@ class OutputFormat:
 
     Raises:
         ConfigurationError: For a name the vendors refuse, a schema that is
-            not an object, or `strict` without a schema.
+            not a mapping, or `strict` without a schema.
 
     Example:
         >>> fmt = OutputFormat("city", {"type": "object", "properties": {}})

@@ -6,8 +6,8 @@ accepts a subset of JSON Schema
 
 - the root is an object (not an `anyOf`);
 - every object sets `additionalProperties: false` and lists *all* its
-  properties in `required` (an optional property is still sent, by the model,
-  with a value of its type);
+  properties in `required`; an optional property is made nullable (a union
+  with `null`), OpenAI's documented way to let the model leave it out;
 - `anyOf`, `enum`, `const`, `$defs`/`$ref` (also recursive) are supported,
   `oneOf` is not, nor `allOf`, `not`, `if`/`then`/`else`, dependencies or
   `patternProperties`;
@@ -99,7 +99,8 @@ def strict_json_schema(schema: Mapping[str, JsonValue]) -> Schema:
         ...     "required": ["name"],
         ... })  # doctest: +NORMALIZE_WHITESPACE
         {'type': 'object', 'properties': {'name': {'type': 'string'},
-         'age': {'type': 'integer'}}, 'required': ['name', 'age'], 'additionalProperties': False}
+         'age': {'type': ['integer', 'null']}}, 'required': ['name', 'age'],
+         'additionalProperties': False}
         >>> strict_json_schema({"type": "object", "additionalProperties": {"type": "integer"}})
         Traceback (most recent call last):
         ...
@@ -111,13 +112,14 @@ def strict_json_schema(schema: Mapping[str, JsonValue]) -> Schema:
             f"A strict schema must be a JSON Schema object, not {type(schema).__name__}.",
             hint=_HINT,
         )
-    if "anyOf" in schema or "oneOf" in schema or not _is_object(schema):
+    root = _unwrapped(schema, schema, "(root)", ())  # pydantic's {"$ref", "$defs"} root
+    if "anyOf" in root or "oneOf" in root or not _is_object(root):
         raise ConfigurationError(
             "The schema cannot be made strict: OpenAI's strict mode needs an object "
             "(with 'type': 'object') at the root.",
             hint="Wrap the value in an object model, or use strict=False.",
         )
-    return _node(schema, schema, "(root)", ())
+    return _node(root, schema, "(root)", ())
 
 
 def _is_object(node: Mapping[str, JsonValue]) -> bool:
@@ -170,9 +172,40 @@ def _node(
         properties = out.get("properties")
         if not isinstance(properties, dict):
             raise _refuse(where, "an object without 'properties' (a free-form object)")
+        required = node.get("required")
+        given = required if isinstance(required, list) else []
+        for name, sub in properties.items():
+            if name not in given and isinstance(sub, dict) and not _takes_null(sub, root):
+                properties[name] = _or_null(sub)
         out["required"] = list(properties)
         out["additionalProperties"] = False
     return out
+
+
+def _takes_null(
+    node: Mapping[str, JsonValue], root: Mapping[str, JsonValue], depth: int = 0
+) -> bool:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and depth < 16:
+        try:
+            return _takes_null(_resolve(root, ref, ""), root, depth + 1)
+        except ConfigurationError:
+            return False
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    branches = node.get("anyOf")
+    return isinstance(branches, list) and any(
+        isinstance(branch, dict) and _takes_null(branch, root, depth) for branch in branches
+    )
+
+
+def _or_null(node: Schema) -> Schema:
+    """An optional property made nullable: strict mode's way to leave it out."""
+    kind = node.get("type")
+    if isinstance(kind, str) and "enum" not in node and "const" not in node:
+        return {**node, "type": [kind, "null"]}
+    return {"anyOf": [node, {"type": "null"}]}
 
 
 def _unwrapped(
