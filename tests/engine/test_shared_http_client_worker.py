@@ -17,31 +17,13 @@ import httpx
 import pytest
 
 import tidemill.engine._worker as worker_module
+from provider_answers import ANTHROPIC_ANSWER, OPENAI_ANSWER
 from tidemill.engine import AsyncEngine
 from tidemill.flows import Flow
 
 pytestmark = pytest.mark.timeout(90)
 
 KEY_ENV = "TIDEMILL_TEST_SHARED_KEY"
-
-OPENAI_ANSWER = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "model": "gpt-4o-mini",
-    "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop"}
-    ],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}
-ANTHROPIC_ANSWER = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "B"}],
-    "stop_reason": "end_turn",
-    "usage": {"input_tokens": 3, "output_tokens": 1},
-}
 
 
 def answer_for(path: str) -> dict[str, Any]:

@@ -12,29 +12,11 @@ import httpx
 import pytest
 from llm_replay import API_KEY, FAST_RETRY, HELLO, NO_RETRY, ReplayServer, Reply
 
+from provider_answers import ANTHROPIC_ANSWER, OPENAI_ANSWER
 from tidemill.errors import ProviderError
 from tidemill.llm import AnthropicModel, HttpModel, OpenAIChatModel, resolve_model
 from tidemill.llm._http import DEFAULT_TIMEOUT, new_http_client
 from tidemill.llm._transport import StreamingTransport
-
-OPENAI_ANSWER = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "model": "gpt-4o-mini",
-    "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop"}
-    ],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}
-ANTHROPIC_ANSWER = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "B"}],
-    "stop_reason": "end_turn",
-    "usage": {"input_tokens": 3, "output_tokens": 1},
-}
 
 _PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
