@@ -19,7 +19,9 @@ from tidemill.llm import (
     ScriptedModel,
     strict_json_schema,
 )
+from tidemill.llm._forced_output import output_tool
 from tidemill.llm._gemini import build_generate_content_request
+from tidemill.llm._strict_schema import inline_root_ref
 from tidemill.types import Message, ToolDefinition
 
 CITY: dict[str, Any] = {
@@ -501,6 +503,98 @@ async def test_a_plain_text_answer_without_the_output_tool_still_streams_as_text
     assert streamed.text == streamed.response.message.content
     assert streamed.text == "I'll check the current weather in Paris for you."
     assert [call.name for call in streamed.response.message.tool_calls] == ["get_weather"]
+
+
+# -- output_tool: the forced tool's input must be an object -------------------------------------
+
+NODE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"label": {"type": "string"}, "next": {"$ref": "#/$defs/Node"}},
+    "required": ["label"],
+}
+
+
+def tool_schema(schema: dict[str, Any]) -> Any:
+    tool = output_tool(ModelRequest([], output_format=OutputFormat("answer", schema)))
+    assert tool is not None
+    return tool.parameters
+
+
+def test_the_output_tool_inlines_a_root_ref_and_keeps_the_defs() -> None:
+    schema = {"$ref": "#/$defs/Node", "$defs": {"Node": NODE}}
+    assert tool_schema(schema) == {**NODE, "$defs": {"Node": NODE}}
+    assert schema == {"$ref": "#/$defs/Node", "$defs": {"Node": NODE}}  # left unchanged
+
+
+def test_the_output_tool_takes_properties_without_a_type_for_an_object() -> None:
+    schema = {"properties": {"name": {"type": "string"}}, "required": ["name"]}
+    assert tool_schema(schema) == {"type": "object", **schema}
+
+
+def test_the_output_tool_keeps_an_object_schema_as_it_is() -> None:
+    assert tool_schema(CITY) == CITY
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        ({"type": "array", "items": {"type": "string"}}, "of type 'array'"),
+        ({"type": "string"}, "of type 'string'"),
+        ({"anyOf": [{"type": "object", "properties": {}}]}, "without a 'type'"),
+    ],
+)
+def test_the_output_tool_refuses_a_root_that_is_not_an_object(
+    schema: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        tool_schema(schema)
+    assert words in caught.value.message
+    assert "must be a JSON object" in caught.value.message
+    assert caught.value.hint is not None
+    assert '"properties": {"value": <schema>}' in caught.value.hint
+
+
+@pytest.mark.usefixtures("aws")
+async def test_bedrock_refuses_a_root_that_is_not_an_object_before_the_call() -> None:
+    recorder = Recorder([])
+    model = bedrock_model(recorder, CLAUDE)
+    request = ModelRequest(
+        [Message.user("?")], output_format=OutputFormat("n", {"type": "integer"})
+    )
+    with pytest.raises(ConfigurationError, match="of type 'integer'"):
+        await stream_all(model, request)
+    await model.aclose()
+    assert recorder.requests == []
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        CITY,  # no $ref
+        {"$ref": "https://example.com/node.json", "$defs": {"Node": NODE}},  # not into $defs
+        {"$ref": "#/definitions/Node", "definitions": {"Node": NODE}},
+        {"$ref": "#/$defs/Missing", "$defs": {"Node": NODE}},  # no such target
+        {"$ref": "#/$defs/Node"},  # no $defs at all
+    ],
+)
+def test_inline_root_ref_leaves_other_schemas_unchanged(schema: dict[str, Any]) -> None:
+    assert inline_root_ref(schema) == schema
+
+
+def test_inline_root_ref_inlines_a_pydantic_recursive_model() -> None:
+    from pydantic import BaseModel
+
+    class Tree(BaseModel):
+        label: str
+        children: list[Tree] = []
+
+    schema = Tree.model_json_schema()
+    assert schema["$ref"] == "#/$defs/Tree"
+    inlined = inline_root_ref(schema)
+    assert "$ref" not in inlined
+    assert inlined["type"] == "object"
+    assert inlined["$defs"] == schema["$defs"]
+    assert inlined["properties"] == schema["$defs"]["Tree"]["properties"]
 
 
 # -- the scripted model -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pydantic import JsonValue, TypeAdapter
 
 from tidemill.errors import ConfigurationError
 from tidemill.llm import OutputFormat
-from tidemill.llm._strict_schema import strict_json_schema
+from tidemill.llm._strict_schema import inline_root_ref, strict_json_schema
 
 __all__ = ["OutputSpec"]
 
@@ -64,7 +64,7 @@ class OutputSpec:
 
     def __post_init__(self) -> None:
         output_format = None
-        schema = _root_inlined(self.schema)
+        schema = inline_root_ref(self.schema)
         if schema.get("type") == "object":
             output_format = OutputFormat(schema=schema, strict=self.strict)
         object.__setattr__(self, "format", output_format)
@@ -186,15 +186,3 @@ def _nulls_left_out(value: JsonValue, schema: dict[str, JsonValue]) -> JsonValue
         if isinstance(parent, dict) and isinstance(key, str):
             parent.pop(key, None)
     return value
-
-
-def _root_inlined(schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    """A root `$ref` into `$defs` (pydantic's schema of a recursive model) inlined."""
-    ref = schema.get("$ref")
-    defs = schema.get("$defs")
-    if not isinstance(ref, str) or not ref.startswith("#/$defs/") or not isinstance(defs, dict):
-        return schema
-    target = defs.get(ref.removeprefix("#/$defs/"))
-    if not isinstance(target, dict):
-        return schema
-    return {**{k: v for k, v in schema.items() if k != "$ref"}, **target}

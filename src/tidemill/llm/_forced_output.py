@@ -13,6 +13,11 @@ sees JSON text in `message.content` whichever provider answered:
   (they are the JSON text, piece by piece), and `ResponseDone` carries the
   converted response.
 
+Both APIs require a tool's input schema to be an object: a root `$ref`
+into `$defs` (pydantic's schema of a recursive model) is inlined, a root
+with `properties` but no `type` is taken for an object, and any other root
+(an array, a string, ...) is refused with `ConfigurationError`.
+
 When the request has tools of its own, the model is made to call *some* tool
 (`any`): the output tool is how it answers, the others how it acts. Extended
 thinking refuses forced tool use, so with thinking on the choice stays
@@ -25,9 +30,12 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Literal
 
+from pydantic import JsonValue
+
 from tidemill.errors import ConfigurationError
 from tidemill.llm._json import dumps
 from tidemill.llm._model import ModelRequest, ModelStreamEvent, OutputFormat
+from tidemill.llm._strict_schema import inline_root_ref
 from tidemill.types import ModelResponse, ResponseDone, TextDelta, ToolDefinition
 
 __all__ = ["forced_choice", "forced_text", "forced_text_stream", "output_tool"]
@@ -39,8 +47,11 @@ ForcedChoice = Literal["tool", "any", "auto"]
 def output_tool(request: ModelRequest) -> ToolDefinition | None:
     """The tool that carries `request.output_format`, or `None` without one.
 
+    The schema's root must be an object (a root `$ref` is inlined first).
+
     Raises:
-        ConfigurationError: When one of the request's tools has the format's name.
+        ConfigurationError: When one of the request's tools has the format's
+            name, or the schema's root is not an object.
 
     Example:
         >>> from tidemill.llm._model import OutputFormat
@@ -58,8 +69,24 @@ def output_tool(request: ModelRequest) -> ToolDefinition | None:
             hint="Give the OutputFormat another name.",
         )
     return ToolDefinition(
-        name=output.name, description=_description(output), parameters=output.object_schema()
+        name=output.name, description=_description(output), parameters=_object_schema(output)
     )
+
+
+def _object_schema(output: OutputFormat) -> dict[str, JsonValue]:
+    schema = inline_root_ref(output.object_schema())
+    if "type" not in schema and "properties" in schema:
+        schema = {"type": "object", **schema}
+    kind = schema.get("type")
+    if kind != "object":
+        what = f"of type {kind!r}" if kind is not None else "without a 'type'"
+        raise ConfigurationError(
+            f"The root of the output format {output.name!r} is {what}, but Anthropic and "
+            "Bedrock structured output goes through a tool whose input must be a JSON object.",
+            hint='Wrap the value in an object, e.g. {"type": "object", "properties": '
+            '{"value": <schema>}, "required": ["value"]}.',
+        )
+    return schema
 
 
 def _description(output: OutputFormat) -> str:

@@ -22,6 +22,10 @@ unknown `format`, ...) — Tidemill still validates the answer against the
 original schema, so nothing is lost but the provider's guarantee of them.
 What cannot be made strict (a free-form or `dict`-like object, a root that
 is not an object, `not`, conditionals) raises `ConfigurationError`.
+
+`inline_root_ref` serves every provider: it turns pydantic's schema of a
+recursive model (`{"$ref": "#/$defs/Node", "$defs": {...}}`) into one whose
+root is the referenced object, as forced tools and native formats need.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError
 
-__all__ = ["openai_schema", "strict_json_schema"]
+__all__ = ["inline_root_ref", "openai_schema", "strict_json_schema"]
 
 Schema = dict[str, JsonValue]
 
@@ -83,6 +87,34 @@ _HINT = (
     "Use strict=False (Tidemill still validates the answer), or change the schema: "
     "give every object fixed 'properties', and make the root an object."
 )
+
+
+def inline_root_ref(schema: Mapping[str, JsonValue]) -> Schema:
+    """`schema` with a root `$ref` into its `$defs` replaced by the schema it names.
+
+    The `$defs` stay, for references further down (a recursive model's). A
+    schema without such a `$ref`, or whose target is missing, comes back as
+    a plain copy; the input is left unchanged.
+
+    Example:
+        >>> inline_root_ref({
+        ...     "$ref": "#/$defs/Node",
+        ...     "$defs": {"Node": {"type": "object",
+        ...                        "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+        ... })  # doctest: +NORMALIZE_WHITESPACE
+        {'$defs': {'Node': {'type': 'object', 'properties': {'next': {'$ref': '#/$defs/Node'}}}},
+         'type': 'object', 'properties': {'next': {'$ref': '#/$defs/Node'}}}
+    """
+    out = dict(schema)
+    ref = out.get("$ref")
+    defs = out.get("$defs")
+    if not isinstance(ref, str) or not ref.startswith("#/$defs/") or not isinstance(defs, dict):
+        return out
+    target = defs.get(ref.removeprefix("#/$defs/"))
+    if not isinstance(target, dict):
+        return out
+    del out["$ref"]
+    return {**out, **target}
 
 
 def strict_json_schema(schema: Mapping[str, JsonValue]) -> Schema:

@@ -139,6 +139,36 @@ async def test_json_schema_reaches_anthropic_as_a_forced_tool_and_comes_back_as_
     assert sent["tools"][0]["input_schema"] == CITY
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_schema_whose_root_is_not_an_object_is_a_400_for_anthropic(stream: bool) -> None:
+    recorder = Recorder([])
+    router = ModelRouter(aliases={"up": chat_model("anthropic", recorder)})
+    names = {"type": "array", "items": {"type": "string"}}
+    response_format = {"type": "json_schema", "json_schema": {"name": "names", "schema": names}}
+    reply = await post(router, response_format=response_format, stream=stream)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["code"] == "unsupported_for_model"
+    assert "of type 'array'" in error["message"]
+    assert "must be a JSON object" in error["message"]
+    assert '"properties": {"value": <schema>}' in error["message"]  # the hint
+    assert recorder.requests == []
+
+
+async def test_a_root_ref_schema_reaches_anthropic_as_an_inlined_object() -> None:
+    defs = {"City": CITY}
+    recorder = Recorder([json_reply(ANTHROPIC_ANSWER)])
+    router = ModelRouter(aliases={"up": chat_model("anthropic", recorder)})
+    schema = {"$ref": "#/$defs/City", "$defs": defs}
+    response_format = {"type": "json_schema", "json_schema": {"name": "city", "schema": schema}}
+    reply = await post(router, response_format=response_format)
+    assert reply.status_code == 200, reply.text
+    assert json.loads(reply.json()["choices"][0]["message"]["content"]) == {"name": "Lyon"}
+    (sent,) = recorder.bodies()
+    assert sent["tools"][0]["input_schema"] == {"$defs": defs, **CITY}
+
+
 CHAT_ANSWER = {
     "id": "chatcmpl-1",
     "object": "chat.completion",
