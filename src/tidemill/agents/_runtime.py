@@ -515,17 +515,22 @@ class AgentRuntime(AgentFacade):
     async def _complete(
         self, writer: ThreadWriter, bounds: RunBounds, settings: ModelSettings
     ) -> AgentResponse:
+        done: AgentResponse | None = None
         async with aclosing(self._loop.drive(writer, bounds, settings, streaming=False)) as events:
+            # Read to the end rather than returning at `done`: a generator that
+            # finishes on its own is cheaper to close than one that is interrupted.
             async for event in events:
                 if event.type == "done":
-                    return event.response
-                if event.type == "approval_required":
+                    done = event.response
+                elif event.type == "approval_required":
                     raise AgentInterrupt(
                         thread_id=writer.thread_id,
                         pending=event.calls,
                         response=self._loop.response(writer),
                     )
-        raise AssertionError("the loop ended without an outcome")  # pragma: no cover
+        if done is None:  # pragma: no cover
+            raise AssertionError("the loop ended without an outcome")
+        return done
 
     def _bounds(self, max_iterations: int | None, limits: UsageLimits | None) -> RunBounds:
         return RunBounds.of(max_iterations, limits, self.max_iterations, self.limits)

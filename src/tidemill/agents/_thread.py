@@ -61,7 +61,9 @@ class ThreadWriter:
         Raises:
             ThreadBusy: When another writer did anything else to the thread.
         """
-        async with self._lock:
+        # acquire/release rather than `async with`: two coroutines fewer per append.
+        await self._lock.acquire()
+        try:
             while True:
                 after = self.state.seq
                 try:
@@ -85,6 +87,8 @@ class ThreadWriter:
                         self.state.apply(record.seq, record.event)
             for offset, event in enumerate(events, start=after + 1):
                 self.state.apply(offset, event)
+        finally:
+            self._lock.release()
 
     def elapsed_ms(self) -> float:
         """Milliseconds since this writer was created."""

@@ -83,7 +83,7 @@ class ToolRunner:
             events.append(ApprovalRequested(calls=tuple(admission.pending)))
         runnable = admission.runnable
         for call in runnable if self.parallel else runnable[:1]:
-            events.append(ToolStarted(call=call, attempt=1))
+            events.append(ToolStarted(call=call))  # attempt 1
             started.add(call.id)
         return events
 
@@ -170,7 +170,8 @@ class ToolRunner:
         Raises:
             AgentSuspended: The call raised `ToolSuspended`.
         """
-        await self._mark_started(writer, [call], started)
+        if call.id not in started:  # usually journaled with its turn already
+            await self._mark_started(writer, [call], started)
         try:
             return await self._execute(writer, call)
         except ToolSuspended as suspended:
@@ -212,9 +213,16 @@ class ToolRunner:
         description = tool.description if tool is not None else None
         with self.tracer.tool_span(call, description=description, parent=writer.span) as span:
             content, failed, usage, delegated = await self._invoke(writer, call, tool, span)
-            result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
+            result = (
+                ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
+                if failed
+                else ToolResult(call_id=call.id, name=call.name, content=content)
+            )
             span.record_result(result)
-        await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))
+        if usage is None and not delegated:  # the common case: no fields to validate but one
+            await writer.append(ToolFinished(result=result))
+        else:
+            await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))
         return result
 
     async def _invoke(

@@ -159,9 +159,6 @@ class ScriptedModel(Model):
             requests=1,
             input_tokens=self._input_tokens(request.messages),
             output_tokens=_estimate(message),
-            cache_read_tokens=0,
-            cache_write_tokens=0,
-            reasoning_tokens=0,
         )
         return ModelResponse(
             message=message,
@@ -169,7 +166,6 @@ class ScriptedModel(Model):
             finish_reason="tool_calls" if message.tool_calls else "stop",
             model=self.model_name,
             provider=self.provider,
-            response_id=None,
         )
 
     def _input_tokens(self, messages: Sequence[Message]) -> int:

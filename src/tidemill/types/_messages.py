@@ -156,7 +156,9 @@ class Message(_Frozen):
     @classmethod
     def user(cls, content: str, *, images: tuple[ImageRef, ...] = ()) -> Message:
         """Build a user message."""
-        return cls(role=Role.USER, content=content, images=images)
+        if images:
+            return cls(role=Role.USER, content=content, images=images)
+        return cls(role=Role.USER, content=content)
 
     @classmethod
     def assistant(
@@ -168,21 +170,27 @@ class Message(_Frozen):
         name: str | None = None,
     ) -> Message:
         """Build an assistant message."""
-        return cls(
-            role=Role.ASSISTANT,
-            content=content,
-            tool_calls=tool_calls,
-            reasoning=reasoning,
-            name=name,
-        )
+        # Only the fields given: each one passed costs a validation on a hot path.
+        fields: dict[str, object] = {"role": Role.ASSISTANT, "content": content}
+        if tool_calls:
+            fields["tool_calls"] = tool_calls
+        if reasoning:
+            fields["reasoning"] = reasoning
+        if name is not None:
+            fields["name"] = name
+        return cls(**fields)
 
     @classmethod
     def tool(cls, result: ToolResult) -> Message:
         """Build the tool message that carries `result` back to the model."""
+        if result.is_error:
+            return cls(
+                role=Role.TOOL,
+                content=result.content,
+                tool_call_id=result.call_id,
+                name=result.name,
+                is_error=True,
+            )
         return cls(
-            role=Role.TOOL,
-            content=result.content,
-            tool_call_id=result.call_id,
-            name=result.name,
-            is_error=result.is_error,
+            role=Role.TOOL, content=result.content, tool_call_id=result.call_id, name=result.name
         )

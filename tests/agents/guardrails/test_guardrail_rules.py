@@ -17,6 +17,7 @@ from tidemill.agents.guardrails import (
     Violation,
     resolve_guardrail,
 )
+from tidemill.agents.guardrails._scan import required_gate
 from tidemill.errors import AgentError, ConfigurationError
 from tidemill.types import Message, Role, ToolCall, ToolResult
 
@@ -202,6 +203,23 @@ def test_required_strings_decide_whether_a_pattern_runs() -> None:
     assert guard("zz").redact(text) == text
     # Required strings are literal: "a.b" is not the pattern a.b.
     assert guard("a.b").redact("code a-b1") == "code a-b1"
+
+
+def test_one_gate_for_all_detectors_skips_only_text_none_could_match() -> None:
+    gated = Detector("code", re.compile(r"a.b[0-9]"), max_length=4, required=("a.b",))
+    other = Detector("pin", re.compile(r"PIN-[0-9]{4}"), max_length=8, required=("PIN-",))
+    ungated = Detector("word", re.compile(r"secretword"), max_length=10)
+    assert required_gate([gated, other]) is not None
+    # A detector that requires nothing must always run, so there is no shared gate.
+    assert required_gate([gated, ungated]) is None
+    both = RuleGuardrail(pii=False, secrets=False, detectors=[gated, other])
+    assert both.redact("a.b1 and PIN-1234") == "[CODE] and [PIN]"
+    assert both.redact("PIN-1234 only") == "[PIN] only"
+    assert both.check_output("nothing here").passed
+    mixed = RuleGuardrail(pii=False, secrets=False, detectors=[gated, ungated])
+    assert mixed.redact("the secretword") == "the [WORD]"
+    checked = mixed.check_input([Message.user("plain"), Message.user("a secretword")])
+    assert [m.content for m in checked.messages or ()] == ["plain", "a [WORD]"]
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pydantic import JsonValue
 
 from tidemill.agents.guardrails._base import GuardrailResult, OnViolation, Side, Violation
 from tidemill.agents.guardrails._detectors import BUILTIN_DETECTORS, Detector, prefix_pattern
-from tidemill.agents.guardrails._scan import Found, redact, scan
+from tidemill.agents.guardrails._scan import Found, redact, required_gate, scan
 from tidemill.agents.guardrails._stream import StreamGuard
 from tidemill.errors import ConfigurationError
 from tidemill.types import Message
@@ -93,6 +93,7 @@ class RuleGuardrail:
                 "The guardrail has nothing to look for.",
                 hint="Enable pii= or secrets=, or pass patterns= or detectors=.",
             )
+        self._gate = required_gate(self.detectors)
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -101,11 +102,11 @@ class RuleGuardrail:
 
     def scan(self, text: str) -> list[Violation]:
         """Return everything found in `text`, in order, whatever the policy."""
-        return [_violation(found, text) for found in scan(text, self.detectors)]
+        return [_violation(found, text) for found in self._scan(text)]
 
     def redact(self, text: str) -> str:
         """Return `text` with everything found replaced by placeholders, whatever the policy."""
-        return redact(text, scan(text, self.detectors))
+        return redact(text, self._scan(text))
 
     def check_output(self, text: str) -> GuardrailResult:
         """Check the model's text before the caller sees it.
@@ -114,7 +115,7 @@ class RuleGuardrail:
             >>> RuleGuardrail(on_violation="block").check_output("key sk-ant-" + "aB3" * 10).action
             'block'
         """
-        found = scan(text, self.detectors)
+        found = self._scan(text)
         if not found:
             return GuardrailResult("output", text=text)
         violations = tuple(_violation(match, text) for match in found)
@@ -131,7 +132,7 @@ class RuleGuardrail:
         violations: list[Violation] = []
         checked: list[Message] = []
         for index, message in enumerate(messages):
-            found = scan(message.content, self.detectors)
+            found = self._scan(message.content)
             if not found:
                 checked.append(message)
                 continue
@@ -151,6 +152,12 @@ class RuleGuardrail:
             "on_violation": self.on_violation,
             "categories": list(self.categories),
         }
+
+    def _scan(self, text: str) -> list[Found]:
+        """Every match in `text`; a text without any required string is not searched further."""
+        if self._gate is not None and self._gate.search(text) is None:
+            return []
+        return scan(text, self.detectors)
 
     def _decide(
         self, side: Side, violations: list[Violation], messages: tuple[Message, ...]

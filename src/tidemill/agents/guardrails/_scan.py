@@ -17,12 +17,13 @@ scan stops there and waits for more text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tidemill.agents.guardrails._detectors import Detector
 
-__all__ = ["Decision", "Found", "horizons", "next_decision", "redact", "scan"]
+__all__ = ["Decision", "Found", "horizons", "next_decision", "redact", "required_gate", "scan"]
 
 # Characters past a match that a lookahead may read (the built-ins read at most two).
 _LOOKAHEAD = 4
@@ -157,6 +158,27 @@ def scan(text: str, detectors: Sequence[Detector]) -> list[Found]:
             return found
         found.append(decision.found)
         pos = decision.found.end
+
+
+def required_gate(detectors: Sequence[Detector]) -> re.Pattern[str] | None:
+    """One search for every detector's required strings at once.
+
+    A text it does not match holds nothing any of the detectors could find,
+    so a clean text costs one search instead of one per gate. None when some
+    detector requires nothing (it must always be searched).
+
+    Example:
+        >>> from tidemill.agents.guardrails._detectors import BUILTIN_DETECTORS
+        >>> gate = required_gate(BUILTIN_DETECTORS)
+        >>> gate.search("All done.") is None, gate.search("Call 555") is None
+        (True, False)
+    """
+    if not detectors or any(detector.required_any is None for detector in detectors):
+        return None
+    needles = {needle for detector in detectors for needle in detector.required}
+    # Longest first, so a needle is never cut short by one of its prefixes.
+    ordered = sorted(needles, key=lambda needle: (-len(needle), needle))
+    return re.compile("|".join(re.escape(needle) for needle in ordered))
 
 
 def _candidates(text: str, detectors: Sequence[Detector]) -> Sequence[Detector]:
