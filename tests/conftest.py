@@ -20,6 +20,17 @@ POSTGRES_ENV = "TIDEMILL_TEST_POSTGRES_URL"
 BACKENDS = ["memory", "sqlite", "postgres"]
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Do not collect conftest files as doctest modules.
+
+    Several test folders have a `conftest.py`; `--doctest-modules` would import
+    each as the module `conftest`, and a run naming two folders
+    (`pytest tests/engine tests/llm`) then fails on the name clash. They hold no
+    doctests; pytest still loads them as conftests.
+    """
+    return True if collection_path.name == "conftest.py" else None
+
+
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep real provider keys out of tests unless a test sets them itself."""
