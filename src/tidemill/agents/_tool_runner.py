@@ -213,16 +213,9 @@ class ToolRunner:
         description = tool.description if tool is not None else None
         with self.tracer.tool_span(call, description=description, parent=writer.span) as span:
             content, failed, usage, delegated = await self._invoke(writer, call, tool, span)
-            result = (
-                ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
-                if failed
-                else ToolResult(call_id=call.id, name=call.name, content=content)
-            )
+            result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
             span.record_result(result)
-        if usage is None and not delegated:  # the common case: no fields to validate but one
-            await writer.append(ToolFinished(result=result))
-        else:
-            await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))
+        await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))
         return result
 
     async def _invoke(

@@ -156,9 +156,7 @@ class Message(_Frozen):
     @classmethod
     def user(cls, content: str, *, images: tuple[ImageRef, ...] = ()) -> Message:
         """Build a user message."""
-        if images:
-            return cls(role=Role.USER, content=content, images=images)
-        return cls(role=Role.USER, content=content)
+        return cls(role=Role.USER, content=content, images=images)
 
     @classmethod
     def assistant(
@@ -183,14 +181,10 @@ class Message(_Frozen):
     @classmethod
     def tool(cls, result: ToolResult) -> Message:
         """Build the tool message that carries `result` back to the model."""
-        if result.is_error:
-            return cls(
-                role=Role.TOOL,
-                content=result.content,
-                tool_call_id=result.call_id,
-                name=result.name,
-                is_error=True,
-            )
         return cls(
-            role=Role.TOOL, content=result.content, tool_call_id=result.call_id, name=result.name
+            role=Role.TOOL,
+            content=result.content,
+            tool_call_id=result.call_id,
+            name=result.name,
+            is_error=result.is_error,
         )
