@@ -31,6 +31,7 @@ from tidemill.agents.journal import (
     ApprovalRequested,
     JournalEvent,
     JournalRecord,
+    ModelTurn,
     ToolStarted,
     UserInput,
 )
@@ -221,6 +222,18 @@ def events_of(records: list[JournalRecord], kind: type[JournalEvent]) -> list[An
     return [record.event for record in records if isinstance(record.event, kind)]
 
 
+def starts(records: list[JournalRecord]) -> list[tuple[str, int]]:
+    """Every tool start, as (call id, attempt): marked in its turn, or an entry of its own."""
+    found: list[tuple[str, int]] = []
+    for record in records:
+        event = record.event
+        if isinstance(event, ModelTurn):
+            found += [(call_id, 1) for call_id in event.started]
+        elif isinstance(event, ToolStarted):
+            found.append((event.call.id, event.attempt))
+    return found
+
+
 def assert_one_clean_run(records: list[JournalRecord]) -> None:
     assert [record.seq for record in records] == list(range(1, len(records) + 1))
     assert len(events_of(records, UserInput)) == 1, "the journal shows more than one run"
@@ -262,7 +275,9 @@ def test_killed_while_the_model_thinks_resumes_without_repeating(
     records = store.read(thread)
     assert_one_clean_run(records)
     counts = kinds(records)
-    assert (counts["model_response"], counts["tool_started"], counts["tool_finished"]) == (6, 5, 5)
+    assert (counts["model_response"], len(starts(records)), counts["tool_finished"]) == (6, 5, 5)
+    # Each call started with its turn, in the same entry: no separate start entries.
+    assert counts["tool_started"] == 0
     assert len(result.report["steps"]) == 6  # one run, across both processes
 
 
@@ -294,9 +309,17 @@ def test_killed_while_a_tool_runs_retries_that_call_with_the_same_key(
     third = [e for e in effects if e["n"] == 3]
     assert [(e["attempt"], e["pid"]) for e in third] == [(1, first.pid), (2, second.pid)]
     records = store.read(thread)
-    started = [event for event in events_of(records, ToolStarted) if event.call.arguments["n"] == 3]
-    assert [event.attempt for event in started] == [1, 2]
-    assert {e["key"] for e in third} == {f"{thread}/{started[0].call.id}"}
+    (third_call,) = [
+        call
+        for turn in events_of(records, ModelTurn)
+        for call in turn.response.message.tool_calls
+        if call.arguments["n"] == 3
+    ]
+    started = [attempt for call_id, attempt in starts(records) if call_id == third_call.id]
+    # The first attempt was marked with its turn; the retry has an entry of its own.
+    assert started == [1, 2]
+    assert [e.attempt for e in events_of(records, ToolStarted)] == [2]
+    assert {e["key"] for e in third} == {f"{thread}/{third_call.id}"}
     assert all(e["attempt"] == 1 for e in effects if e["n"] != 3)
     # The model was not asked for turn 3 again: the resumer went on from the tool.
     calls = children.model_calls()
@@ -304,7 +327,7 @@ def test_killed_while_a_tool_runs_retries_that_call_with_the_same_key(
 
     assert_one_clean_run(records)
     counts = kinds(records)
-    assert (counts["model_response"], counts["tool_started"], counts["tool_finished"]) == (6, 6, 5)
+    assert (counts["model_response"], len(starts(records)), counts["tool_finished"]) == (6, 6, 5)
 
 
 # -- b. exactly-once approval -------------------------------------------------------------------
@@ -355,7 +378,7 @@ def assert_paid_once(store: Store, children: Children, thread: str) -> None:
     records = store.read(thread)
     assert_one_clean_run(records)
     assert len(events_of(records, ApprovalDecided)) == 1
-    assert len(events_of(records, ToolStarted)) == 1
+    assert len(starts(records)) == 1
 
 
 def test_racing_approvals_pay_once(store: Store, children: Children) -> None:
@@ -464,7 +487,7 @@ def test_partial_decisions_across_processes(store: Store, children: Children) ->
     assert all(d.decided_at.tzinfo is not None for d in decided)
     (requested,) = events_of(records, ApprovalRequested)
     assert [call.id for call in requested.calls] == [small, large]
-    assert [event.call.id for event in events_of(records, ToolStarted)] == [small]
+    assert [call_id for call_id, _ in starts(records)] == [small]
 
 
 def test_deciding_one_call_while_another_runs_keeps_its_result(

@@ -30,12 +30,15 @@ def fold(*events: JournalEvent) -> ThreadState:
     return state
 
 
-def turn(*calls: ToolCall, text: str = "", tokens: int = 1) -> ModelTurn:
+def turn(
+    *calls: ToolCall, text: str = "", tokens: int = 1, started: tuple[str, ...] = ()
+) -> ModelTurn:
     return ModelTurn(
         response=ModelResponse(
             message=Message.assistant(text, tool_calls=calls),
             usage=Usage(requests=1, input_tokens=tokens),
-        )
+        ),
+        started=started,
     )
 
 
@@ -96,6 +99,28 @@ def test_open_started_pending_and_approved_calls() -> None:
         {"amount": 2},
         "ann",
     )
+
+
+def test_calls_started_with_their_turn_fold_as_separate_starts_did() -> None:
+    """Format 2 names a turn's first starts in the turn; format 1 wrote `ToolStarted` entries."""
+    marked = fold(start(), turn(A, B, started=("a", "b")))
+    separate = fold(start(), turn(A, B), ToolStarted(call=A), ToolStarted(call=B))
+    for state in (marked, separate):
+        assert state.attempts == {"a": 1, "b": 1}
+        assert state.tool_calls == 2
+        assert list(state.open_calls) == ["a", "b"]
+    # A later attempt of a call started with its turn is an entry of its own.
+    marked.apply(3, ToolStarted(call=A, attempt=2))
+    assert (marked.attempts["a"], marked.tool_calls) == (2, 2)
+
+
+def test_a_start_naming_no_call_of_its_turn_is_ignored() -> None:
+    state = fold(start(), turn(A, started=("a", "elsewhere")))
+    assert (state.attempts, state.tool_calls) == ({"a": 1}, 1)
+    # The next turn's starts replace the last turn's.
+    state.apply(3, result(A))
+    state.apply(4, turn(B, started=("b",)))
+    assert (state.attempts, state.tool_calls) == ({"b": 1}, 2)
 
 
 def test_approving_with_the_same_arguments_is_not_an_edit() -> None:

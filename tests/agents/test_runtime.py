@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +19,8 @@ from tidemill import (
     ToolRetriesExceeded,
     tool,
 )
-from tidemill.agents.checkpoint import MemoryCheckpointer
-from tidemill.agents.journal import JournalEvent, ModelTurn, ToolStarted
+from tidemill.agents.checkpoint import MemoryCheckpointer, SQLiteCheckpointer
+from tidemill.agents.journal import JournalEvent, ModelTurn, ToolFinished, ToolStarted
 from tidemill.llm import ModelRequest, ScriptedModel
 from tidemill.types import (
     Message,
@@ -162,17 +163,23 @@ async def test_serial_tools_are_journaled_one_at_a_time() -> None:
         model=model, tools=[add], parallel_tools=False, checkpointer=checkpointer
     )
     response = await runtime.arun("x", thread_id="t")
-    kinds = [r.event.kind for r in await checkpointer.read("t")]
+    records = await checkpointer.read("t")
+    kinds = [r.event.kind for r in records]
+    # The first call starts with its turn; the second only once the first has finished.
     assert kinds == [
         "user_message",
         "model_response",
-        "tool_started",
         "tool_finished",
         "tool_started",
         "tool_finished",
         "model_response",
         "finished",
     ]
+    turn, second = records[1].event, records[3].event
+    assert isinstance(turn, ModelTurn) and isinstance(second, ToolStarted)
+    first_call, second_call = turn.response.message.tool_calls
+    assert turn.started == (first_call.id,)
+    assert second.call == second_call
     assert [r.content for r in response.steps[0].tool_results] == ["2", "4"]
 
 
@@ -200,8 +207,9 @@ async def test_each_iteration_appends_a_constant_number_of_events() -> None:
     await AgentRuntime(
         model=model, tools=[add], checkpointer=checkpointer, max_iterations=n + 1
     ).arun("loop")
-    # The user message; per tool turn, [turn + started] then [finished]; then [turn + finished].
-    assert checkpointer.batches == [1] + [2, 1] * n + [2]
+    # The user message; per tool turn, [turn, its calls marked started] then [finished];
+    # then [turn + finished].
+    assert checkpointer.batches == [1] + [1, 1] * n + [2]
 
 
 async def test_max_iterations_raises_with_the_partial_run() -> None:
@@ -527,3 +535,38 @@ async def test_a_stream_says_why_it_stopped_before_raising() -> None:
     assert stopped.type == "stopped"
     assert (stopped.limit, stopped.error) == ("max_iterations", "MaxIterationsExceeded")
     assert len(stopped.response.steps) == 2
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_a_result_with_undecodable_bytes_is_journaled_not_lost(
+    backend: str, tmp_path: Path
+) -> None:
+    """Text decoded with surrogateescape has no UTF-8 form; the model gets U+FFFD instead."""
+    ran: list[str] = []
+
+    @tool
+    def listing() -> str:
+        """The folder's one file name, as os.listdir gives it for non-UTF-8 bytes."""
+        name = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+        ran.append(name)
+        return name
+
+    checkpointer = (
+        MemoryCheckpointer() if backend == "memory" else SQLiteCheckpointer(tmp_path / "j.db")
+    )
+    model = ScriptedModel(["", "done"], tool_calls=[calls(("listing", {})), []])
+    try:
+        response = await AgentRuntime(model=model, tools=[listing], checkpointer=checkpointer).arun(
+            "What is in the folder?", thread_id="t"
+        )
+        assert response.output == "done"
+        assert len(ran) == 1
+        (result,) = response.steps[0].tool_results
+        assert result.content == "caf\ufffd.txt"
+        assert model.requests[1].messages[-1].content == "caf\ufffd.txt"
+        stored = [r.event for r in await checkpointer.read("t")]
+        assert [e.result.content for e in stored if isinstance(e, ToolFinished)] == [
+            "caf\ufffd.txt"
+        ]
+    finally:
+        await checkpointer.aclose()

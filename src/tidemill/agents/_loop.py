@@ -49,7 +49,6 @@ from tidemill.types import (
     RunDone,
     StreamEvent,
     TextDelta,
-    ToolCall,
     ToolResult,
 )
 
@@ -215,13 +214,12 @@ class AgentLoop:
                 exc.response = self.response(writer)
                 raise
 
-            turn = ModelTurn(response=response)
             calls = response.message.tool_calls
             crossed = limits.after_turn(state.usage, request, response) if limits.tokens else None
             if crossed is not None:
-                await self._stop(writer, crossed, turn, calls)
+                await self._stop(writer, crossed, response)
             if not calls:
-                if await self._finish(writer, turn, response.message.content):
+                if await self._finish(writer, ModelTurn(response=response)):
                     yield RunDone(response=self.response(writer))
                     return
                 continue
@@ -229,9 +227,9 @@ class AgentLoop:
             batch = len(admission.pending) + len(admission.runnable)
             crossed = limits.before_tools(state.tool_calls, batch)
             if crossed is not None:
-                await self._stop(writer, crossed, turn, calls)
+                await self._stop(writer, crossed, response)
             started = set()
-            await writer.append(turn, *self.runner.admission_events(admission, started))
+            await writer.append(*self.runner.admission_events(response, admission, started))
 
     async def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """The model's stream, its text passed through the output guardrail as it arrives."""
@@ -286,8 +284,9 @@ class AgentLoop:
         if crossed is not None:
             await self._stop(writer, crossed)
 
-    async def _finish(self, writer: ThreadWriter, turn: ModelTurn, text: str) -> bool:
+    async def _finish(self, writer: ThreadWriter, turn: ModelTurn) -> bool:
         """Journal a final answer, or its rejection by the output schema; True when done."""
+        text = turn.response.message.content
         if self.output is None:
             await writer.append(turn, RunFinished(output=text))
             return True
@@ -303,20 +302,19 @@ class AgentLoop:
         self,
         writer: ThreadWriter,
         crossed: tuple[str, int],
-        turn: ModelTurn | None = None,
-        calls: tuple[ToolCall, ...] = (),
+        response: ModelResponse | None = None,
     ) -> None:
         """End the run at a limit. A turn that crossed it is kept, its calls answered unrun."""
         name, value = crossed
         events: list[JournalEvent] = []
-        if turn is not None:
-            events.append(turn)
+        if response is not None:
+            events.append(ModelTurn(response=response))
             note = f"Not run: the run reached its {name} limit of {value}."
             events += [
                 ToolFinished(
                     result=ToolResult(call_id=c.id, name=c.name, content=note, is_error=True)
                 )
-                for c in calls
+                for c in response.message.tool_calls
             ]
         events.append(RunFailed(reason="limit", limit=name, message=f"{name} limit of {value}"))
         await writer.append(*events)

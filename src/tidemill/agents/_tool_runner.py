@@ -4,19 +4,50 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from tidemill.agents._thread import ThreadWriter
-from tidemill.agents.journal import ApprovalRequested, JournalEvent, ToolFinished, ToolStarted
+from tidemill.agents.journal import (
+    ApprovalRequested,
+    JournalEvent,
+    ModelTurn,
+    ToolFinished,
+    ToolStarted,
+)
 from tidemill.agents.tracing import NullTracer, Span, Tracer
 from tidemill.errors import AgentSuspended, ThreadBusy, ToolArgumentsError, ToolSuspended
 from tidemill.tools import Tool, ToolContext, ToolRegistry, ToolReturn
-from tidemill.types import StreamEvent, ToolCall, ToolCallEnd, ToolCallStart, ToolResult, Usage
+from tidemill.types import (
+    ModelResponse,
+    StreamEvent,
+    ToolCall,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+    Usage,
+)
 
-__all__ = ["Admission", "ToolRunner"]
+__all__ = ["Admission", "ToolRunner", "model_text"]
 
 _log = logging.getLogger("tidemill.agents")
+
+# A lone surrogate (text decoded with errors="surrogateescape", say) has no UTF-8
+# form: no journal could store the result and no provider could be sent it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def model_text(text: str) -> str:
+    r"""`text` as it can be journaled and sent: each lone surrogate becomes U+FFFD.
+
+    Example:
+        >>> model_text(b"caf\xe9.txt".decode("utf-8", "surrogateescape")) == "caf\ufffd.txt"
+        True
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,19 +103,21 @@ class ToolRunner:
                 runnable.append(call)
         return Admission(refused, pending, runnable)
 
-    def admission_events(self, admission: Admission, started: set[str]) -> list[JournalEvent]:
-        """The events that record an admission, written with the turn itself.
+    def admission_events(
+        self, response: ModelResponse, admission: Admission, started: set[str]
+    ) -> list[JournalEvent]:
+        """The turn and the events that record its admission, written as one entry.
 
         Journal before effect: calls about to run are marked started in the
-        same write as the turn; run serially, only the first one.
+        turn itself (`ModelTurn.started`); run serially, only the first one.
         """
-        events: list[JournalEvent] = [ToolFinished(result=r) for r in admission.refused]
+        runnable = admission.runnable
+        ids = tuple(call.id for call in (runnable if self.parallel else runnable[:1]))
+        started.update(ids)
+        events: list[JournalEvent] = [ModelTurn(response=response, started=ids)]
+        events += [ToolFinished(result=r) for r in admission.refused]
         if admission.pending:
             events.append(ApprovalRequested(calls=tuple(admission.pending)))
-        runnable = admission.runnable
-        for call in runnable if self.parallel else runnable[:1]:
-            events.append(ToolStarted(call=call))  # attempt 1
-            started.add(call.id)
         return events
 
     def _refuse(self, writer: ThreadWriter, call: ToolCall) -> ToolResult | None:
@@ -213,6 +246,8 @@ class ToolRunner:
         description = tool.description if tool is not None else None
         with self.tracer.tool_span(call, description=description, parent=writer.span) as span:
             content, failed, usage, delegated = await self._invoke(writer, call, tool, span)
+            # The tool has run: its result must be storable, or the effect would be lost.
+            content = model_text(content)
             result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
             span.record_result(result)
         await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))

@@ -51,8 +51,12 @@ __all__ = [
     "UserInput",
 ]
 
-SCHEMA_VERSION = 1
-"""The journal format this version writes and reads."""
+SCHEMA_VERSION = 2
+"""The journal format this version writes; it reads every format up to this one.
+
+Format 2 records the calls a model turn starts with the turn itself
+(`ModelTurn.started`); format 1 wrote a `ToolStarted` entry for each.
+"""
 
 
 class _Event(BaseModel):
@@ -70,10 +74,16 @@ class UserInput(_Event):
 
 
 class ModelTurn(_Event):
-    """The model answered; its tool calls, if any, are now open."""
+    """The model answered; its tool calls, if any, are now open.
+
+    Calls that start running straight away (a first attempt each) are named
+    in `started`: one entry records the turn and, before they run, their start.
+    """
 
     kind: Literal["model_response"] = "model_response"
     response: ModelResponse
+    started: tuple[str, ...] = ()
+    """Ids of this turn's calls that start with it, as if each had a `ToolStarted` (attempt 1)."""
 
 
 class Correction(_Event):
@@ -85,7 +95,12 @@ class Correction(_Event):
 
 
 class ToolStarted(_Event):
-    """A tool call is about to run. Journaled before the call, never after."""
+    """A tool call is about to run. Journaled before the call, never after.
+
+    A call that starts with its turn is recorded in `ModelTurn.started`
+    instead; this event marks the others: a call run after its approval, a
+    later attempt, a call of a serial batch after the first.
+    """
 
     kind: Literal["tool_started"] = "tool_started"
     call: ToolCall
@@ -332,7 +347,7 @@ class ThreadState:
                 self._spent.add(event.usage)
             self.tool_calls += event.tool_calls
         elif event.kind == "model_response":
-            self._model_turn(event.response)
+            self._model_turn(event.response, event.started)
         elif event.kind == "tool_started":
             self.attempts[event.call.id] = event.attempt
             if event.attempt == 1:
@@ -406,7 +421,7 @@ class ThreadState:
         self._step_of.clear()
         self._failed_steps.clear()
 
-    def _model_turn(self, response: ModelResponse) -> None:
+    def _model_turn(self, response: ModelResponse, started: tuple[str, ...]) -> None:
         message = response.message
         step = AgentStep(
             index=len(self.steps),
@@ -419,10 +434,16 @@ class ThreadState:
         self.messages.append(message)
         self._spent.add(response.usage)
         self.iterations += 1
-        self.open_calls = {call.id: call for call in message.tool_calls}
+        self.open_calls = open_calls = {}
         self.pending, self.approved, self.attempts = {}, {}, {}
+        step_of = self._step_of
         for call in message.tool_calls:
-            self._step_of[call.id] = step
+            open_calls[call.id] = call
+            step_of[call.id] = step
+        for call_id in started:
+            if call_id in open_calls:  # a start names one of the turn's own calls
+                self.attempts[call_id] = 1
+                self.tool_calls += 1
 
     def _result(self, result: ToolResult, *, failed: bool) -> None:
         if self.open_calls.pop(result.call_id, None) is None:

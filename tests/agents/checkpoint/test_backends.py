@@ -20,10 +20,12 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from tidemill import AgentRuntime, ScriptedModel, tool
+from tidemill.agents._thread import load_state
 from tidemill.agents.checkpoint import Checkpointer, PostgresCheckpointer, SQLiteCheckpointer
 from tidemill.agents.checkpoint.conformance import check_threads_sorted, sample_events, validate
-from tidemill.agents.journal import RunFinished
-from tidemill.errors import ConfigurationError, JournalConflict, SerializationError
+from tidemill.agents.journal import SCHEMA_VERSION, ModelTurn, RunFinished, ToolStarted
+from tidemill.errors import ConfigurationError, JournalConflict, SerializationError, ThreadBusy
 
 
 # Not imported from tests/conftest.py: with tests/llm/conftest.py beside it,
@@ -161,6 +163,63 @@ async def test_a_newer_format_with_familiar_fields_says_to_upgrade(raw_store: Ra
     await raw_store.insert("future", 1, payload)
     with pytest.raises(SerializationError, match=r"(?i)upgrade"):
         await raw_store.checkpointer.read("future")
+
+
+# Entries exactly as format 1 wrote them (tidemill a3fa33f): a turn, then its call's start.
+_FORMAT_1 = [
+    '{"schema_version":1,"kind":"user_message","messages":[{"role":"user","content":"Add 1 and 2.",'
+    '"images":[],"reasoning":[],"tool_calls":[],"tool_call_id":null,"name":null,"is_error":false}],'
+    '"run_id":"r1"}',
+    '{"schema_version":1,"kind":"model_response","response":{"message":{"role":"assistant",'
+    '"content":"","images":[],"reasoning":[],"tool_calls":[{"id":"call_1","name":"add",'
+    '"arguments":{"a":1,"b":2},"raw_arguments":null,"signature":null}],"tool_call_id":null,'
+    '"name":null,"is_error":false},"usage":{"requests":1,"input_tokens":5,"output_tokens":3,'
+    '"cache_read_tokens":0,"cache_write_tokens":0,"reasoning_tokens":0,"cost_usd":0.0,'
+    '"unpriced_requests":0},"finish_reason":"tool_calls","model":"fake","provider":"fake",'
+    '"response_id":null}}',
+    '{"schema_version":1,"kind":"tool_started","call":{"id":"call_1","name":"add",'
+    '"arguments":{"a":1,"b":2},"raw_arguments":null,"signature":null},"attempt":1}',
+]
+
+
+async def test_a_format_1_journal_still_reads_and_resumes(raw_store: RawStore) -> None:
+    """A thread written before starts moved into the turn: its started call is still in flight."""
+    for seq, payload in enumerate(_FORMAT_1, start=1):
+        await raw_store.insert("old", seq, payload)
+    records = await raw_store.checkpointer.read("old")
+    assert [(r.event.kind, r.event.schema_version) for r in records] == [
+        ("user_message", 1),
+        ("model_response", 1),
+        ("tool_started", 1),
+    ]
+    turn = records[1].event
+    assert isinstance(turn, ModelTurn) and turn.started == ()
+    state = await load_state(raw_store.checkpointer, "old")
+    assert (state.attempts, state.tool_calls, list(state.open_calls)) == (
+        {"call_1": 1},
+        1,
+        ["call_1"],
+    )
+
+    added: list[int] = []
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        added.append(a + b)
+        return a + b
+
+    runtime = AgentRuntime(
+        model=ScriptedModel(["3"]), tools=[add], checkpointer=raw_store.checkpointer
+    )
+    # Started and never finished, as format 1 recorded it: not run again unless told to.
+    with pytest.raises(ThreadBusy):
+        await runtime.aresume("old")
+    response = await runtime.aresume("old", retry_in_flight=True)
+    assert (response.output, added) == ("3", [3])
+    retried = [r.event for r in await raw_store.checkpointer.read("old")][3]
+    assert isinstance(retried, ToolStarted)
+    assert (retried.attempt, retried.schema_version) == (2, SCHEMA_VERSION)
 
 
 async def test_garbage_payloads_are_serialization_errors(raw_store: RawStore) -> None:

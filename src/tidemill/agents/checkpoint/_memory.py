@@ -54,11 +54,12 @@ class MemoryCheckpointer:
                 if after != 0:
                     raise JournalConflict(thread_id, after)
                 journal = self._journals[thread_id] = ([], [])
-            elif len(journal[0]) != after:
+            stored, times = journal
+            if len(stored) != after:
                 raise JournalConflict(thread_id, after)
-            journal[0].extend(payloads)
-            journal[1].extend([now] * len(payloads))
-            return len(journal[0])
+            stored += payloads
+            times += [now] * len(payloads)
+            return len(stored)
 
     async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
         """Return the records after `after`, in order."""

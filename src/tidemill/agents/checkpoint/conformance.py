@@ -311,6 +311,7 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
             run_id=f"run_{tag}",
         ),
         ModelTurn(response=response),
+        ModelTurn(response=response, started=(search.id, pay.id)),
         Correction(error="The tool call could not be parsed.", feedback="Send one JSON object."),
         ToolStarted(call=search),
         ToolStarted(call=search, attempt=2),
