@@ -561,11 +561,17 @@ class AgentBuilder(AgentFacade):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Run the agent until it answers; see `AgentRuntime.arun`."""
         return await self.build().arun(
-            prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
+            prompt,
+            thread_id=thread_id,
+            max_iterations=max_iterations,
+            limits=limits,
+            deps=deps,
+            **settings,
         )
 
     def astream(
@@ -575,11 +581,17 @@ class AgentBuilder(AgentFacade):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[StreamEvent]:
         """Run the agent, yielding events; see `AgentRuntime.astream`."""
         return self.build().astream(
-            prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
+            prompt,
+            thread_id=thread_id,
+            max_iterations=max_iterations,
+            limits=limits,
+            deps=deps,
+            **settings,
         )
 
     async def aresume(
@@ -593,6 +605,7 @@ class AgentBuilder(AgentFacade):
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Continue a paused or interrupted run; see `AgentRuntime.aresume`."""
@@ -605,24 +618,27 @@ class AgentBuilder(AgentFacade):
             retry_in_flight=retry_in_flight,
             max_iterations=max_iterations,
             limits=limits,
+            deps=deps,
             **settings,
         )
 
-    async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
+    async def abroadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Run every specialist on the same task; see `AgentRuntime.abroadcast`."""
-        return await self._loop_runtime().abroadcast(task)
+        return await self._loop_runtime().abroadcast(task, deps=deps)
 
-    def broadcast(self, task: str) -> dict[str, AgentResponse]:
+    def broadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Blocking `abroadcast`."""
-        return self._sync.run(self.abroadcast(task))
+        return self._sync.run(self.abroadcast(task, deps=deps))
 
-    async def apipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+    async def apipeline(
+        self, task: str, order: Sequence[str], *, deps: object = None
+    ) -> AgentResponse:
         """Chain specialists; see `AgentRuntime.apipeline`."""
-        return await self._loop_runtime().apipeline(task, order)
+        return await self._loop_runtime().apipeline(task, order, deps=deps)
 
-    def pipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+    def pipeline(self, task: str, order: Sequence[str], *, deps: object = None) -> AgentResponse:
         """Blocking `apipeline`."""
-        return self._sync.run(self.apipeline(task, order))
+        return self._sync.run(self.apipeline(task, order, deps=deps))
 
     async def astate(self, thread_id: str) -> ThreadState | None:
         """Return the thread's state, folded from its journal, or None."""

@@ -44,8 +44,9 @@ class Worker(Protocol):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
     ) -> AgentResponse:
-        """Run on a task."""
+        """Run on a task; `deps` for its tools, as in `AgentRuntime.arun`."""
         ...
 
     async def astate(self, thread_id: str) -> ThreadState | None:
@@ -92,7 +93,8 @@ class AgentTool(Tool):
 
     The child runs on the thread `{parent thread}:{name}:{call id}`, so a call
     re-run after a crash finds the child's finished answer instead of running
-    it again.
+    it again. It sees only its task, never the supervisor's transcript; its
+    tools get the supervisor's run's `deps`.
 
     Args:
         worker: The specialist agent.
@@ -162,11 +164,11 @@ class AgentTool(Tool):
         token = _LEVELS_LEFT.set(left - 1)
         try:
             async with self._gate():
-                return await self._run(task, thread_id)
+                return await self._run(task, thread_id, context.deps)
         finally:
             _LEVELS_LEFT.reset(token)
 
-    async def _run(self, task: str, thread_id: str) -> ToolReturn:
+    async def _run(self, task: str, thread_id: str, deps: object) -> ToolReturn:
         earlier = await self.worker.astate(thread_id)
         if earlier is not None and earlier.status == "finished":
             return ToolReturn(
@@ -182,7 +184,7 @@ class AgentTool(Tool):
             )
         try:
             response = await self.worker.arun(
-                task, thread_id=thread_id, limits=self.delegation.child_limits
+                task, thread_id=thread_id, limits=self.delegation.child_limits, deps=deps
             )
         except AgentError as exc:
             partial = getattr(exc, "response", None)
@@ -222,20 +224,21 @@ async def broadcast(
     *,
     max_concurrency: int = 4,
     limits: UsageLimits | None = None,
+    deps: object = None,
 ) -> dict[str, AgentResponse]:
     """Run every specialist on the same task, concurrently.
 
     One specialist failing does not lose the others' work: its entry is an
     `AgentResponse` whose output says what went wrong, with
     `metadata["error"]` set. `limits` bounds each specialist's run, as
-    `Delegation.child_limits` bounds a delegated one.
+    `Delegation.child_limits` bounds a delegated one; `deps` goes to each.
     """
     gate = asyncio.Semaphore(max_concurrency)
 
     async def one(name: str, worker: Worker) -> AgentResponse:
         async with gate:
             try:
-                return await worker.arun(task, limits=limits)
+                return await worker.arun(task, limits=limits, deps=deps)
             except AgentError as exc:
                 partial = getattr(exc, "response", None)
                 return AgentResponse(
@@ -255,12 +258,13 @@ async def pipeline(
     order: Sequence[str],
     *,
     limits: UsageLimits | None = None,
+    deps: object = None,
 ) -> AgentResponse:
     """Chain specialists: each gets the previous one's answer as its task.
 
     Returns the last answer, with one step per stage and the usage of all.
     `limits` bounds each stage's run, as `Delegation.child_limits` bounds a
-    delegated one.
+    delegated one; `deps` goes to each.
 
     Raises:
         ConfigurationError: When `order` names an unknown specialist.
@@ -278,7 +282,7 @@ async def pipeline(
     usage = Usage()
     output: object = task
     for index, name in enumerate(order):
-        response = await specialists[name].arun(current, limits=limits)
+        response = await specialists[name].arun(current, limits=limits, deps=deps)
         output, current = response.output, _text(response.output)
         usage = usage + response.usage
         messages.append(Message.assistant(current, name=name))

@@ -39,6 +39,7 @@ class AgentFacade(ABC):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Run the agent until it answers."""
@@ -51,6 +52,7 @@ class AgentFacade(ABC):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[StreamEvent]:
         """Run the agent, yielding what happens as it happens."""
@@ -67,6 +69,7 @@ class AgentFacade(ABC):
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Continue a paused or interrupted run."""
@@ -90,6 +93,7 @@ class AgentFacade(ABC):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Blocking `arun`."""
@@ -99,6 +103,7 @@ class AgentFacade(ABC):
                 thread_id=thread_id,
                 max_iterations=max_iterations,
                 limits=limits,
+                deps=deps,
                 **settings,
             )
         )
@@ -110,6 +115,7 @@ class AgentFacade(ABC):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> Iterator[StreamEvent]:
         """Blocking `astream`."""
@@ -119,6 +125,7 @@ class AgentFacade(ABC):
                 thread_id=thread_id,
                 max_iterations=max_iterations,
                 limits=limits,
+                deps=deps,
                 **settings,
             )
         )
@@ -130,11 +137,17 @@ class AgentFacade(ABC):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[str]:
         """Yield only the assistant's text, as it is written."""
         events = self.astream(
-            prompt, thread_id=thread_id, max_iterations=max_iterations, limits=limits, **settings
+            prompt,
+            thread_id=thread_id,
+            max_iterations=max_iterations,
+            limits=limits,
+            deps=deps,
+            **settings,
         )
         async for event in events:
             if isinstance(event, TextDelta):
@@ -147,6 +160,7 @@ class AgentFacade(ABC):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> Iterator[str]:
         """Blocking `astream_text`.
@@ -163,6 +177,7 @@ class AgentFacade(ABC):
                 thread_id=thread_id,
                 max_iterations=max_iterations,
                 limits=limits,
+                deps=deps,
                 **settings,
             )
         )
@@ -178,6 +193,7 @@ class AgentFacade(ABC):
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Blocking `aresume`."""
@@ -191,6 +207,7 @@ class AgentFacade(ABC):
                 retry_in_flight=retry_in_flight,
                 max_iterations=max_iterations,
                 limits=limits,
+                deps=deps,
                 **settings,
             )
         )

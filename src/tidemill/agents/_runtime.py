@@ -200,6 +200,7 @@ class AgentRuntime(AgentFacade):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Run the agent until it answers.
@@ -210,6 +211,9 @@ class AgentRuntime(AgentFacade):
                 A thread keeps its history across runs.
             max_iterations: This run's budget, instead of the agent's.
             limits: This run's usage limits, instead of the agent's.
+            deps: Anything the tools need for this run (a database handle,
+                the current user), handed to them as `ToolContext.deps`.
+                Never journaled: a resume passes it again.
             **settings: Model settings for this run (`temperature`, ...).
 
         Returns:
@@ -223,7 +227,7 @@ class AgentRuntime(AgentFacade):
             ThreadBusy: The thread has an unfinished run, or another process
                 wrote to it meanwhile.
         """
-        writer = await self._begin(prompt, thread_id)
+        writer = await self._begin(prompt, thread_id, deps)
         return await self._complete(writer, self._bounds(max_iterations, limits), settings)
 
     async def astream(
@@ -233,6 +237,7 @@ class AgentRuntime(AgentFacade):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[StreamEvent]:
         """Run the agent, yielding what happens as it happens.
@@ -248,7 +253,7 @@ class AgentRuntime(AgentFacade):
             ToolRetriesExceeded: As in `arun`.
         """
         bounds = self._bounds(max_iterations, limits)
-        writer = await self._begin(prompt, thread_id)
+        writer = await self._begin(prompt, thread_id, deps)
         try:
             async for event in self._loop.drive(writer, bounds, settings, streaming=True):
                 yield event
@@ -279,6 +284,7 @@ class AgentRuntime(AgentFacade):
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Continue a paused or interrupted run.
@@ -359,6 +365,7 @@ class AgentRuntime(AgentFacade):
                 context={"status": state.status},
             )
         writer.retry_in_flight = retry_in_flight
+        writer.deps = deps
         return await self._complete(writer, self._bounds(max_iterations, limits), settings)
 
     async def _decide(
@@ -401,8 +408,10 @@ class AgentRuntime(AgentFacade):
 
     # -- specialists ------------------------------------------------------------
 
-    async def abroadcast(self, task: str) -> dict[str, AgentResponse]:
+    async def abroadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Run every specialist on the same task, concurrently; see `broadcast`.
+
+        `deps` goes to every specialist's run, as in `arun`.
 
         Raises:
             ConfigurationError: When the agent has no specialists.
@@ -413,24 +422,31 @@ class AgentRuntime(AgentFacade):
             task,
             max_concurrency=delegation.max_concurrency,
             limits=delegation.child_limits,
+            deps=deps,
         )
 
-    def broadcast(self, task: str) -> dict[str, AgentResponse]:
+    def broadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Blocking `abroadcast`."""
-        return self._sync.run(self.abroadcast(task))
+        return self._sync.run(self.abroadcast(task, deps=deps))
 
-    async def apipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+    async def apipeline(
+        self, task: str, order: Sequence[str], *, deps: object = None
+    ) -> AgentResponse:
         """Chain specialists in `order`, each working on the previous answer.
+
+        `deps` goes to every specialist's run, as in `arun`.
 
         Raises:
             ConfigurationError: When the agent has no specialists or `order`
                 names an unknown one.
         """
-        return await pipeline(self._workers(), task, order, limits=self.delegation.child_limits)
+        return await pipeline(
+            self._workers(), task, order, limits=self.delegation.child_limits, deps=deps
+        )
 
-    def pipeline(self, task: str, order: Sequence[str]) -> AgentResponse:
+    def pipeline(self, task: str, order: Sequence[str], *, deps: object = None) -> AgentResponse:
         """Blocking `apipeline`."""
-        return self._sync.run(self.apipeline(task, order))
+        return self._sync.run(self.apipeline(task, order, deps=deps))
 
     def _workers(self) -> dict[str, Worker]:
         if not self.specialists:
@@ -484,7 +500,7 @@ class AgentRuntime(AgentFacade):
 
     # -- the loop ----------------------------------------------------------------
 
-    async def _begin(self, prompt: Prompt, thread_id: str | None) -> ThreadWriter:
+    async def _begin(self, prompt: Prompt, thread_id: str | None, deps: object) -> ThreadWriter:
         messages = prompt_messages(prompt)
         if self.guardrail is not None:
             # Checked before anything is journaled: a blocked input stores nothing.
@@ -507,6 +523,7 @@ class AgentRuntime(AgentFacade):
                 hint="Continue it with resume(thread_id), or use another thread.",
             )
         writer = ThreadWriter(self.checkpointer, state)
+        writer.deps = deps
         run_id = "run_" + secrets.token_hex(8)
         await writer.append(UserInput(messages=messages, run_id=run_id))
         await self._loop.remember(writer)

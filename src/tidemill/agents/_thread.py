@@ -43,6 +43,8 @@ class ThreadWriter:
         """The run's trace span, the parent of its model and tool spans."""
         self.retry_in_flight = False
         """Whether calls started by an earlier, dead process may run again."""
+        self.deps: object = None
+        """The run's `deps=`, for its tools (`ToolContext.deps`); never journaled."""
         self._lock = asyncio.Lock()
 
     @property

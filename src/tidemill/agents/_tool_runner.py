@@ -266,6 +266,7 @@ class ToolRunner:
             tool_name=call.name,
             attempt=writer.state.attempts.get(call.id, 1),
             agent=self.agent_name,
+            deps=writer.deps,
         )
         try:
             if arguments is None:

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 __all__ = ["ToolContext"]
 
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of a run's `deps`: what `ToolContext[MyDeps].deps` holds."""
 
-@dataclass(frozen=True, slots=True)
-class ToolContext:
+
+@dataclass(frozen=True)
+class ToolContext(Generic[DepsT]):
     """Facts about the current call, passed to tools that ask for them.
 
-    Declare a parameter annotated `ToolContext` and the runtime fills it in;
-    it is not part of the schema the model sees.
+    Declare a parameter annotated `ToolContext` (or `ToolContext[MyDeps]`,
+    to type `deps`) and the runtime fills it in; it is not part of the
+    schema the model sees.
 
     Example:
         >>> from tidemill import tool
@@ -33,6 +40,13 @@ class ToolContext:
     """1 on the first execution; higher when a crashed run re-runs the call."""
     agent: str = "agent"
     """The name of the agent making the call."""
+    deps: DepsT = None  # type: ignore[assignment]  # None when the run was given none
+    """What the run was given as `deps=`: a database handle, the current user, clients.
+
+    Live objects for the tools of this process: never journaled and never
+    shown to the model, so a resumed run sees only what its own `resume`
+    (or `run`) call passes.
+    """
 
     @property
     def idempotency_key(self) -> str:

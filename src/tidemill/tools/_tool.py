@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Generic, ParamSpec, TypeVar, cast, get_type_hints
+from typing import Any, Generic, ParamSpec, TypeVar, cast, get_origin, get_type_hints
 
 import jsonschema
 import pydantic
@@ -306,7 +306,7 @@ def _arguments_model(
                 hint="Tools take named parameters only: no *args, **kwargs or positional-only.",
             )
         annotation = hints.get(param.name, Any)
-        if annotation is ToolContext:
+        if annotation is ToolContext or get_origin(annotation) is ToolContext:
             context_param = param.name
             continue
         default = ... if param.default is param.empty else param.default

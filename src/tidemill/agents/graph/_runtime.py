@@ -231,6 +231,7 @@ class GraphRuntime(AgentFacade):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Run the agent until it answers; see `AgentRuntime.arun`.
@@ -246,6 +247,7 @@ class GraphRuntime(AgentFacade):
         """
         bounds = self._bounds(max_iterations, limits)
         log, graph_input = await self._begin(prompt, thread_id)
+        log.writer.deps = deps
         return await self._complete(log, graph_input, bounds, settings)
 
     async def astream(
@@ -255,6 +257,7 @@ class GraphRuntime(AgentFacade):
         thread_id: str | None = None,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AsyncIterator[StreamEvent]:
         """Run the agent, yielding what happens as it happens; see `AgentRuntime.astream`.
@@ -266,6 +269,7 @@ class GraphRuntime(AgentFacade):
         """
         bounds = self._bounds(max_iterations, limits)
         log, graph_input = await self._begin(prompt, thread_id)
+        log.writer.deps = deps
         async with aclosing(self._drive(log, graph_input, bounds, settings, True)) as events:
             async for event in events:
                 yield event
@@ -283,6 +287,7 @@ class GraphRuntime(AgentFacade):
         retry_in_flight: bool = False,
         max_iterations: int | None = None,
         limits: UsageLimits | None = None,
+        deps: object = None,
         **settings: Unpack[ModelSettings],
     ) -> AgentResponse:
         """Continue a paused or interrupted run; see `AgentRuntime.aresume`.
@@ -332,6 +337,7 @@ class GraphRuntime(AgentFacade):
                 context={"status": state.status},
             )
         log.writer.retry_in_flight = retry_in_flight
+        log.writer.deps = deps
         # Keyed by "decisions", never by interrupt ids: one value for the one pause.
         answer = {"decisions": {cid: d.model_dump(mode="json") for cid, d in chosen.items()}}
         graph_input: GraphInput = Command(resume=answer) if chosen else None
