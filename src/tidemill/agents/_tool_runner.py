@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -28,26 +27,11 @@ from tidemill.types import (
     ToolResult,
     Usage,
 )
+from tidemill.types._text import valid_text
 
-__all__ = ["Admission", "ToolRunner", "model_text"]
+__all__ = ["Admission", "ToolRunner"]
 
 _log = logging.getLogger("tidemill.agents")
-
-# A lone surrogate (text decoded with errors="surrogateescape", say) has no UTF-8
-# form: no journal could store the result and no provider could be sent it.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def model_text(text: str) -> str:
-    r"""`text` as it can be journaled and sent: each lone surrogate becomes U+FFFD.
-
-    Example:
-        >>> model_text(b"caf\xe9.txt".decode("utf-8", "surrogateescape")) == "caf\ufffd.txt"
-        True
-    """
-    if text.isascii() or _SURROGATE.search(text) is None:
-        return text
-    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +231,7 @@ class ToolRunner:
         with self.tracer.tool_span(call, description=description, parent=writer.span) as span:
             content, failed, usage, delegated = await self._invoke(writer, call, tool, span)
             # The tool has run: its result must be storable, or the effect would be lost.
-            content = model_text(content)
+            content = valid_text(content)
             result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
             span.record_result(result)
         await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))

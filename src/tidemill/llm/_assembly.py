@@ -8,12 +8,12 @@ parts; both adapters collect them in a `ResponseBuilder` and build one
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
 from tidemill.errors import MalformedToolCall
+from tidemill.llm._json import loads
 from tidemill.types import (
     FinishReason,
     Message,
@@ -45,7 +45,7 @@ def parse_arguments(text: str) -> tuple[dict[str, JsonValue], str | None]:
     if not text.strip():
         return {}, None
     try:
-        value: object = json.loads(text)
+        value = loads(text)
     except ValueError:
         return {}, text
     if isinstance(value, dict):

@@ -9,7 +9,11 @@ wrong shape and return a typed value or a neutral default instead.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from typing import TypeVar, cast
+
+from tidemill.types._text import valid_text
 
 __all__ = [
     "JsonObject",
@@ -19,11 +23,14 @@ __all__ = [
     "get_object",
     "get_str",
     "iter_objects",
+    "loads",
     "loads_object",
 ]
 
 JsonObject = dict[str, object]
 """A decoded JSON object whose values are not trusted yet."""
+
+T = TypeVar("T")
 
 
 def loads_object(text: str | bytes) -> JsonObject | None:
@@ -39,7 +46,52 @@ def loads_object(text: str | bytes) -> JsonObject | None:
         value: object = json.loads(text)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    # What `loads` does, its first test kept inline: every chunk of every stream comes
+    # this way, and a one-character search is the cheap one (a longer one scans slowly).
+    escaped = "\\" in text if isinstance(text, str) else b"\\" in text
+    return _repaired(value, text) if escaped else value
+
+
+def loads(text: str | bytes) -> object:
+    r"""Decode JSON from a provider, every string in it valid Unicode (`valid_text`).
+
+    JSON can escape half a surrogate pair (`"\ud83d"`) with no other half;
+    decoded, that is a lone surrogate no journal can store, so it becomes
+    U+FFFD. Only text holding such an escape is walked.
+
+    Raises:
+        ValueError: When `text` is not JSON.
+
+    Example:
+        >>> loads('{"lone": "a\\ud83d"}') == {"lone": "a\ufffd"}
+        True
+        >>> loads('{"pair": "\\ud83d\\ude00"}') == {"pair": "\U0001f600"}
+        True
+    """
+    return _repaired(json.loads(text), text)
+
+
+# A `\uD800`-`\uDFFF` escape: half of a surrogate pair, which may have no other half.
+_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _repaired(value: T, text: str | bytes) -> T:
+    """`value` with its strings made valid, when `text` holds a surrogate's escape."""
+    found = _ESCAPE.search(text) if isinstance(text, str) else _ESCAPE_BYTES.search(text)
+    return value if found is None else cast(T, _valid(value))
+
+
+def _valid(value: object) -> object:
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_text(str(k)): _valid(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid(item) for item in value]
+    return value
 
 
 def dumps(value: object) -> str:

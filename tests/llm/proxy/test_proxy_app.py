@@ -203,3 +203,16 @@ async def test_a_response_whose_client_left_ends_quietly_and_closes_its_frames()
     assert closed.is_set()
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
     assert not asyncio.current_task().cancelling()  # type: ignore[union-attr]
+
+
+async def test_a_request_with_a_lone_surrogate_escape_is_answered() -> None:
+    """Decoded as it is, the text could be neither sent on nor written back as UTF-8."""
+    echo = ScriptedModel(handler=lambda r: f"you said {r.messages[-1].content}")
+    app = create_app(ModelRouter(aliases={"echo": echo}))
+    body = b'{"model": "echo", "messages": [{"role": "user", "content": "hi\\ud83d"}]}'
+    status, reply = answer(await call(app, body))
+    assert status == 200, reply
+    assert json.loads(reply)["choices"][0]["message"]["content"] == "you said hi\ufffd"
+    status, reply = answer(await call(app, body[:-1] + b', "stream": true}'))
+    assert status == 200, reply
+    assert '"content":" hi\ufffd"' in reply.decode("utf-8")

@@ -279,3 +279,10 @@ def test_json_that_does_not_parse_says_where() -> None:
         parse_json(b"\xff\xfe")
     with pytest.raises(InvalidRequest):
         parse_json(b"[" * 100_000)
+
+
+def test_a_lone_surrogate_escape_becomes_the_replacement_character() -> None:
+    content = b'"half \\ud83d, pair \\ud83d\\ude00"'
+    body = b'{"model": "m", "messages": [{"role": "user", "content": ' + content + b"}]}"
+    request = parse_chat_request(parse_json(body))
+    assert request.request.messages[0].content == "half \ufffd, pair \U0001f600"

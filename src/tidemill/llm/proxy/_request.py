@@ -23,6 +23,7 @@ import jsonschema
 from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError
+from tidemill.llm._json import loads
 from tidemill.llm._model import ModelRequest, ModelSettings, OutputFormat
 from tidemill.llm._strict_schema import strict_json_schema
 from tidemill.llm.proxy._errors import InvalidRequest
@@ -53,7 +54,7 @@ class ChatCompletionRequest:
 
 
 def parse_json(body: bytes) -> object:
-    """Decode a request body.
+    """Decode a request body, its strings made valid Unicode (`tidemill.llm._json.loads`).
 
     Raises:
         InvalidRequest: When the body is not valid JSON.
@@ -63,7 +64,7 @@ def parse_json(body: bytes) -> object:
         {'model': 'm'}
     """
     try:
-        value: object = json.loads(body)
+        value = loads(body)
     except (ValueError, RecursionError) as exc:
         detail = (
             f" ({exc.msg} at line {exc.lineno} column {exc.colno})"
