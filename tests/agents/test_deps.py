@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ class Shop:
     user: str
     secret: str = "sk-live-do-not-journal"
     orders: list[str] = field(default_factory=list)
-    lock: object = field(default_factory=lambda: __import__("threading").Lock())
+    lock: object = field(default_factory=threading.Lock)
     """Not JSON, not picklable: a journal holding it would fail at once."""
 
 

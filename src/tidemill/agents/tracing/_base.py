@@ -88,7 +88,6 @@ _PROVIDERS = {
 _MESSAGE_LIMIT = 500  # characters of an error message kept on a span
 
 _ids = itertools.count(1)
-_now = time.perf_counter_ns
 
 
 def provider_name(provider: str) -> str:
@@ -174,7 +173,7 @@ class Span:
         return self.end_ns != 0
 
     def __enter__(self) -> Self:
-        self.start_ns = _now()
+        self.start_ns = time.perf_counter_ns()
         self._token = _current.set(self)
         if self._tracer is not None:
             self._tracer.on_start(self)
@@ -194,7 +193,7 @@ class Span:
         """End the span; `with` does this. Ending twice does nothing."""
         if self.end_ns:
             return
-        self.end_ns = _now()
+        self.end_ns = time.perf_counter_ns()
         if self.status == "unset":
             self.status = "ok"
         if self._token is not None:
