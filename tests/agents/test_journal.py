@@ -188,3 +188,17 @@ def test_response_reflects_the_current_run() -> None:
     assert (response.output, response.thread_id, response.latency_ms) == ("hello", "t", 2.0)
     assert response.metadata == {"run_id": "r1"}
     assert response.messages is not state.messages
+
+
+def test_usage_read_between_events_follows_each_new_one() -> None:
+    # The summed usage is kept once read; an event that adds to it must drop what was kept.
+    state = fold(start(), turn(A, tokens=10))
+    first = state.usage
+    assert state.usage is first  # kept: a run's end reads it twice
+    state.apply(3, result(A))
+    assert state.usage is first  # a result without usage changes nothing
+    state.apply(4, turn(tokens=5))
+    assert (state.usage.requests, state.usage.input_tokens) == (2, 15)
+    state.apply(5, ToolFinished(result=ToolResult(call_id="x", name="x", content="")))
+    state.apply(6, start(run_id="r2"))
+    assert state.usage.requests == 0

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
 import threading
 from enum import Enum
 from typing import Any, Literal
@@ -107,6 +109,36 @@ def test_context_parameter_is_injected_not_described() -> None:
     assert list(charge.parameters["properties"]) == ["amount"]  # type: ignore[call-overload]
     assert asyncio.run(charge.acall(charge.validate({"amount": 1}), CTX)) == "t/c"
     assert seen == [CTX]
+
+
+def test_a_context_holds_its_fields_and_defaults_and_stays_frozen() -> None:
+    # ToolContext sets its fields in a hand-written __init__: it must agree with the fields.
+    context = ToolContext("t", "c", "x")
+    defaults = {f.name: f.default for f in dataclasses.fields(ToolContext)}
+    assert {name: getattr(context, name) for name in ("attempt", "agent", "deps")} == {
+        name: defaults[name] for name in ("attempt", "agent", "deps")
+    }
+    assert [f.name for f in dataclasses.fields(ToolContext)] == list(vars(context))
+    full = ToolContext[int](
+        thread_id="t", call_id="c", tool_name="x", attempt=2, agent="bot", deps=7
+    )
+    assert (full.attempt, full.agent, full.deps) == (2, "bot", 7)
+    assert full == ToolContext("t", "c", "x", 2, "bot", 7)
+    assert hash(full) == hash(ToolContext("t", "c", "x", 2, "bot", 7))
+    assert "deps=7" in repr(full)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        full.attempt = 3  # type: ignore[misc]
+
+
+def test_a_function_tool_call_is_the_functions_own_coroutine() -> None:
+    @tool
+    async def later(n: int) -> int:
+        """Return n."""
+        return n
+
+    pending = later.acall({"n": 4}, CTX)
+    assert inspect.iscoroutine(pending)
+    assert asyncio.run(pending) == 4
 
 
 def test_sync_tools_run_off_the_loop_thread_async_tools_on_it() -> None:

@@ -27,11 +27,17 @@ from tidemill.types import (
     ToolResult,
     Usage,
 )
+from tidemill.types._build import validator
 from tidemill.types._text import valid_text
 
 __all__ = ["Admission", "ToolRunner"]
 
 _log = logging.getLogger("tidemill.agents")
+
+# What every iteration builds (see `tidemill.types._build`).
+_new_turn = validator(ModelTurn)
+_new_result = validator(ToolResult)
+_new_finished = validator(ToolFinished)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +72,8 @@ class ToolRunner:
         runnable: list[ToolCall] = []
         delegated = 0
         for call in calls:
-            refusal = self._refuse(writer, call)
             tool = self.tools.get(call.name)
+            refusal = self._refuse(writer, call, tool)
             if refusal is None and tool is not None and tool.delegates:
                 delegated += 1
                 if self.max_fan_out is not None and delegated > self.max_fan_out:
@@ -98,20 +104,20 @@ class ToolRunner:
         runnable = admission.runnable
         ids = tuple(call.id for call in (runnable if self.parallel else runnable[:1]))
         started.update(ids)
-        events: list[JournalEvent] = [ModelTurn(response=response, started=ids)]
+        events: list[JournalEvent] = [_new_turn({"response": response, "started": ids})]
         events += [ToolFinished(result=r) for r in admission.refused]
         if admission.pending:
             events.append(ApprovalRequested(calls=tuple(admission.pending)))
         return events
 
-    def _refuse(self, writer: ThreadWriter, call: ToolCall) -> ToolResult | None:
+    def _refuse(self, writer: ThreadWriter, call: ToolCall, tool: Tool | None) -> ToolResult | None:
         """The error result for a call that cannot run, or None when it can."""
         if call.raw_arguments is not None:
             problem = (
                 f"The arguments of {call.name!r} are not a JSON object: "
                 f"{call.raw_arguments[:200]!r}. Send the arguments as one JSON object."
             )
-        elif (tool := self.tools.get(call.name)) is None:
+        elif tool is None:
             close = self.tools.suggest(call.name)
             problem = (
                 f"There is no tool named {call.name!r}. "
@@ -226,29 +232,35 @@ class ToolRunner:
 
     async def _execute(self, writer: ThreadWriter, call: ToolCall) -> ToolResult:
         """Run one started call and journal its result; tool errors become results."""
-        tool = self.tools.get(call.name)
+        call_id, name = call.id, call.name
+        tool = self.tools.get(name)
         description = tool.description if tool is not None else None
         with self.tracer.tool_span(call, description=description, parent=writer.span) as span:
             content, failed, usage, delegated = await self._invoke(writer, call, tool, span)
             # The tool has run: its result must be storable, or the effect would be lost.
             content = valid_text(content)
-            result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=failed)
+            result = _new_result(
+                {"call_id": call_id, "name": name, "content": content, "is_error": failed}
+            )
             span.record_result(result)
-        await writer.append(ToolFinished(result=result, usage=usage, tool_calls=delegated))
+        finished = _new_finished({"result": result, "usage": usage, "tool_calls": delegated})
+        await writer.append(finished)
         return result
 
     async def _invoke(
         self, writer: ThreadWriter, call: ToolCall, tool: Tool | None, span: Span
     ) -> tuple[str, bool, Usage | None, int]:
         """Call the tool; its text for the model, whether it failed, what it spent and called."""
+        call_id, name = call.id, call.name
         if tool is None:
-            return f"There is no tool named {call.name!r}.", True, None, 0
-        arguments = writer.validated.pop(call.id, None)
+            return f"There is no tool named {name!r}.", True, None, 0
+        arguments = writer.validated.pop(call_id, None)
+        state = writer.state
         context = ToolContext(
-            thread_id=writer.thread_id,
-            call_id=call.id,
-            tool_name=call.name,
-            attempt=writer.state.attempts.get(call.id, 1),
+            thread_id=state.thread_id,
+            call_id=call_id,
+            tool_name=name,
+            attempt=state.attempts.get(call_id, 1),
             agent=self.agent_name,
             deps=writer.deps,
         )
@@ -262,7 +274,7 @@ class ToolRunner:
         except ToolSuspended:
             raise  # no result: the call stays started, and runs again on resume
         except Exception as exc:
-            _log.warning("Tool %s (%s) raised %r", call.name, call.id, exc)
+            _log.warning("Tool %s (%s) raised %r", name, call_id, exc)
             span.record_error(exc)
             return f"The tool raised {type(exc).__name__}: {exc}", True, None, 0
         if isinstance(value, ToolReturn):

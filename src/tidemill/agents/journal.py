@@ -27,6 +27,7 @@ from tidemill.types import (
     ToolResult,
     Usage,
 )
+from tidemill.types._build import validator
 
 __all__ = [
     "JOURNAL_EVENT",
@@ -249,17 +250,24 @@ ThreadStatus = Literal["new", "running", "paused", "finished", "failed"]
 
 _REJECTED = "The user rejected this call."
 
+# What the fold builds for every turn (see `tidemill.types._build`).
+_new_step = validator(AgentStep)
+_new_usage = validator(Usage)
+
 
 class _Tally:
     """A run's usage, summed as events arrive: O(1) per event, read as a `Usage`."""
 
-    __slots__ = ("cost", "counts")
+    __slots__ = ("cost", "counts", "total")
 
     def __init__(self) -> None:
         self.counts = [0, 0, 0, 0, 0, 0, 0]
         self.cost = 0.0
+        self.total: Usage | None = None
+        """The sum as a `Usage`, once read, until the next `add`."""
 
     def add(self, usage: Usage) -> None:
+        self.total = None
         counts = self.counts
         counts[0] += usage.requests
         counts[1] += usage.input_tokens
@@ -271,17 +279,22 @@ class _Tally:
         self.cost += usage.cost_usd
 
     def usage(self) -> Usage:
+        if self.total is not None:  # a run's end reads it twice: its span, its response
+            return self.total
         requests, inputs, outputs, cache_read, cache_write, reasoning, unpriced = self.counts
-        return Usage(
-            requests=requests,
-            input_tokens=inputs,
-            output_tokens=outputs,
-            cache_read_tokens=cache_read,
-            cache_write_tokens=cache_write,
-            reasoning_tokens=reasoning,
-            cost_usd=self.cost,
-            unpriced_requests=unpriced,
+        self.total = _new_usage(
+            {
+                "requests": requests,
+                "input_tokens": inputs,
+                "output_tokens": outputs,
+                "cache_read_tokens": cache_read,
+                "cache_write_tokens": cache_write,
+                "reasoning_tokens": reasoning,
+                "cost_usd": self.cost,
+                "unpriced_requests": unpriced,
+            }
         )
+        return self.total
 
 
 @dataclass
@@ -422,36 +435,42 @@ class ThreadState:
         self._failed_steps.clear()
 
     def _model_turn(self, response: ModelResponse, started: tuple[str, ...]) -> None:
-        message = response.message
-        step = AgentStep(
-            index=len(self.steps),
-            thought=message.content,
-            tool_calls=list(message.tool_calls),
-            usage=response.usage,
-            model=response.model,
+        # Fields read into locals once: a pydantic field read costs several plain ones.
+        message, usage = response.message, response.usage
+        calls = message.tool_calls
+        step = _new_step(
+            {
+                "index": len(self.steps),
+                "thought": message.content,
+                "tool_calls": list(calls),
+                "usage": usage,
+                "model": response.model,
+            }
         )
         self.steps.append(step)
         self.messages.append(message)
-        self._spent.add(response.usage)
+        self._spent.add(usage)
         self.iterations += 1
         self.open_calls = open_calls = {}
         self.pending, self.approved, self.attempts = {}, {}, {}
         step_of = self._step_of
-        for call in message.tool_calls:
-            open_calls[call.id] = call
-            step_of[call.id] = step
+        for call in calls:
+            call_id = call.id
+            open_calls[call_id] = call
+            step_of[call_id] = step
         for call_id in started:
             if call_id in open_calls:  # a start names one of the turn's own calls
                 self.attempts[call_id] = 1
                 self.tool_calls += 1
 
     def _result(self, result: ToolResult, *, failed: bool) -> None:
-        if self.open_calls.pop(result.call_id, None) is None:
+        call_id = result.call_id
+        if self.open_calls.pop(call_id, None) is None:
             return  # a duplicate or stray result; the first one stands
-        self.approved.pop(result.call_id, None)
-        self.attempts.pop(result.call_id, None)
+        self.approved.pop(call_id, None)
+        self.attempts.pop(call_id, None)
         self.messages.append(Message.tool(result))
-        step = self._step_of.get(result.call_id)
+        step = self._step_of.get(call_id)
         if step is not None:
             step.tool_results.append(result)
             if failed and step.index not in self._failed_steps:

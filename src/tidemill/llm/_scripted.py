@@ -18,6 +18,7 @@ from tidemill.types import (
     ToolCallDelta,
     Usage,
 )
+from tidemill.types._build import validator
 
 __all__ = ["Answer", "Handler", "ScriptedModel"]
 
@@ -29,6 +30,10 @@ Handler = Callable[[ModelRequest], Answer | Awaitable[Answer]]
 
 _PLAIN = (str, Message, ModelResponse)
 """The `Answer` types: anything else a handler returns is awaited."""
+
+# Built for every answer (see `tidemill.types._build`).
+_new_usage = validator(Usage)
+_new_response = validator(ModelResponse)
 
 
 class ScriptedModel(Model):
@@ -155,17 +160,21 @@ class ScriptedModel(Model):
             if isinstance(answer, Message)
             else Message.assistant(answer, tool_calls=tuple(calls))
         )
-        usage = Usage(
-            requests=1,
-            input_tokens=self._input_tokens(request.messages),
-            output_tokens=_estimate(message),
+        usage = _new_usage(
+            {
+                "requests": 1,
+                "input_tokens": self._input_tokens(request.messages),
+                "output_tokens": _estimate(message),
+            }
         )
-        return ModelResponse(
-            message=message,
-            usage=usage,
-            finish_reason="tool_calls" if message.tool_calls else "stop",
-            model=self.model_name,
-            provider=self.provider,
+        return _new_response(
+            {
+                "message": message,
+                "usage": usage,
+                "finish_reason": "tool_calls" if message.tool_calls else "stop",
+                "model": self.model_name,
+                "provider": self.provider,
+            }
         )
 
     def _input_tokens(self, messages: Sequence[Message]) -> int:

@@ -48,6 +48,27 @@ class ToolContext(Generic[DepsT]):
     (or `run`) call passes.
     """
 
+    def __init__(
+        self,
+        thread_id: str,
+        call_id: str,
+        tool_name: str,
+        attempt: int = 1,
+        agent: str = "agent",
+        deps: DepsT = None,  # type: ignore[assignment]  # as the field above
+    ) -> None:
+        # The fields above, set in one step: the generated `__init__` of a frozen
+        # dataclass calls `object.__setattr__` once per field, five times the
+        # cost, and the runtime builds a context for every tool call.
+        self.__dict__.update(
+            thread_id=thread_id,
+            call_id=call_id,
+            tool_name=tool_name,
+            attempt=attempt,
+            agent=agent,
+            deps=deps,
+        )
+
     @property
     def idempotency_key(self) -> str:
         """A key that is the same on every attempt of this call.

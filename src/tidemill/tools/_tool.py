@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, cast, get_origin, get_type_hints
 
 import jsonschema
@@ -243,11 +243,15 @@ class FunctionTool(Tool, Generic[P, R]):
             ) from None
         return dict(model.__dict__)
 
-    async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
-        """Call the function, adding the `ToolContext` if it asks for one."""
+    def acall(self, arguments: dict[str, Any], context: ToolContext) -> Coroutine[Any, Any, object]:
+        """Call the function, adding the `ToolContext` if it asks for one.
+
+        Returns the call's own coroutine rather than one that awaits it: one
+        coroutine less on every tool call an agent makes.
+        """
         if self._context_param is not None:
             arguments = {**arguments, self._context_param: context}
-        return await _invoke(self._wrapped, arguments, is_async=self._is_async)
+        return _invoke(self._wrapped, arguments, is_async=self._is_async)
 
 
 def render_result(value: object) -> str:
@@ -265,13 +269,13 @@ def render_result(value: object) -> str:
         return repr(value)
 
 
-_AsyncFunction = Callable[..., Awaitable[object]]
+_AsyncFunction = Callable[..., Coroutine[Any, Any, object]]
 
 
 def _invoke(
     function: Callable[..., object], arguments: dict[str, Any], *, is_async: bool
-) -> Awaitable[object]:
-    """The call's awaitable: the coroutine itself, or the function run in a thread."""
+) -> Coroutine[Any, Any, object]:
+    """The call's coroutine: the function's own, or one running it in a thread."""
     if is_async:
         return cast(_AsyncFunction, function)(**arguments)
     return asyncio.to_thread(function, **arguments)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import secrets
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from tidemill.types._build import validator
 
 __all__ = [
     "ImageRef",
@@ -32,6 +34,12 @@ class Role(StrEnum):
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
+
+
+# The members, read once. On Python 3.11 `Role.USER` is looked up through
+# `EnumType.__getattr__`, which costs about as much as building a small tuple;
+# the constructors below run for every message of every agent iteration.
+SYSTEM, USER, ASSISTANT, TOOL = Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL
 
 
 class _Frozen(BaseModel):
@@ -151,12 +159,12 @@ class Message(_Frozen):
     @classmethod
     def system(cls, content: str) -> Message:
         """Build a system message."""
-        return cls(role=Role.SYSTEM, content=content)
+        return cls._build({"role": SYSTEM, "content": content})
 
     @classmethod
     def user(cls, content: str, *, images: tuple[ImageRef, ...] = ()) -> Message:
         """Build a user message."""
-        return cls(role=Role.USER, content=content, images=images)
+        return cls._build({"role": USER, "content": content, "images": images})
 
     @classmethod
     def assistant(
@@ -169,22 +177,32 @@ class Message(_Frozen):
     ) -> Message:
         """Build an assistant message."""
         # Only the fields given: each one passed costs a validation on a hot path.
-        fields: dict[str, object] = {"role": Role.ASSISTANT, "content": content}
+        fields: dict[str, Any] = {"role": ASSISTANT, "content": content}
         if tool_calls:
             fields["tool_calls"] = tool_calls
         if reasoning:
             fields["reasoning"] = reasoning
         if name is not None:
             fields["name"] = name
-        return cls(**fields)
+        return cls._build(fields)
 
     @classmethod
     def tool(cls, result: ToolResult) -> Message:
         """Build the tool message that carries `result` back to the model."""
-        return cls(
-            role=Role.TOOL,
-            content=result.content,
-            tool_call_id=result.call_id,
-            name=result.name,
-            is_error=result.is_error,
+        return cls._build(
+            {
+                "role": TOOL,
+                "content": result.content,
+                "tool_call_id": result.call_id,
+                "name": result.name,
+                "is_error": result.is_error,
+            }
         )
+
+    @classmethod
+    def _build(cls, fields: dict[str, Any]) -> Message:
+        # A message is built for every turn and every tool result of every run.
+        return _new_message(fields) if cls is Message else cls(**fields)
+
+
+_new_message = validator(Message)

@@ -285,6 +285,23 @@ def test_a_parent_from_another_tracer_is_not_adopted() -> None:
     assert second.roots() == [inner]
 
 
+def test_model_spans_of_one_model_never_share_their_attributes() -> None:
+    # A model's first attributes are made once and copied into every span.
+    tracer = MemoryTracer()
+    with tracer.agent_span("bot", thread_id="t1") as run:
+        with tracer.model_span("m", provider="gemini") as first:
+            first.record_response(response())
+        with tracer.model_span("m", provider="gemini", parent=run) as second:
+            pass
+    with tracer.model_span("m", provider="gemini") as third:
+        pass
+    assert "gen_ai.response.finish_reasons" not in second.attributes
+    assert second.attributes["gen_ai.conversation.id"] == "t1"
+    assert "gen_ai.conversation.id" not in third.attributes
+    assert (third.name, third.attributes["gen_ai.provider.name"]) == ("chat m", "gcp.gemini")
+    assert first.attributes is not second.attributes
+
+
 def test_ending_twice_and_setting_attributes() -> None:
     tracer = MemoryTracer()
     with tracer.agent_span("bot") as run:

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from pydantic import JsonValue
 
 from tidemill.agents.journal import MemorySummarized, ThreadState
 from tidemill.llm import Model
-from tidemill.types import Message, Role
+from tidemill.types import Message
+from tidemill.types._messages import USER
 
 __all__ = ["Memory", "MemoryView", "start_of_turn"]
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryView:
-    """What a model call is given of the thread."""
+class MemoryView(NamedTuple):
+    """What a model call is given of the thread.
+
+    A named tuple, not a frozen dataclass: one is made for every model call,
+    and a frozen dataclass sets each field through `object.__setattr__`.
+    """
 
     messages: Sequence[Message]
     """The conversation to send, after the system prompt."""
@@ -55,9 +58,9 @@ def start_of_turn(messages: Sequence[Message], index: int, floor: int = 0) -> in
     off from its call, nor with an assistant message (which some providers refuse).
     """
     for position in range(max(index, floor), len(messages)):
-        if messages[position].role == Role.USER:
+        if messages[position].role == USER:
             return position
     for position in range(min(index, len(messages)) - 1, floor - 1, -1):
-        if messages[position].role == Role.USER:
+        if messages[position].role == USER:
             return position
     return floor

@@ -17,6 +17,7 @@ only with `capture_content=True`: prompts may hold secrets.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import time
@@ -243,15 +244,17 @@ class Span:
     def record_response(self, response: ModelResponse) -> None:
         """Record what a model call returned: model, id, finish reason and usage."""
         attributes = self.attributes
-        if response.model:
-            attributes[RESPONSE_MODEL] = response.model
-        if response.response_id:
-            attributes[RESPONSE_ID] = response.response_id
-        attributes[FINISH_REASONS] = (response.finish_reason,)
+        # Each field read once: a pydantic field read costs several plain ones.
+        model, response_id, finish = response.model, response.response_id, response.finish_reason
+        if model:
+            attributes[RESPONSE_MODEL] = model
+        if response_id:
+            attributes[RESPONSE_ID] = response_id
+        attributes[FINISH_REASONS] = (finish,)
         self.record_usage(response.usage)
         if self._capture:
             attributes[OUTPUT_MESSAGES] = _dumps(
-                [_message_parts(response.message, finish_reason=response.finish_reason)]
+                [_message_parts(response.message, finish_reason=finish)]
             )
 
     def record_result(self, result: ToolResult) -> None:
@@ -426,14 +429,10 @@ class BaseTracer(ABC):
         parent: Span | None = None,
     ) -> Span:
         """A span for one model call: `chat {model}`."""
-        name = provider_name(provider)
-        attributes: dict[str, AttributeValue] = {
-            OPERATION_NAME: "chat",
-            PROVIDER_NAME: name,
-            SYSTEM: name,
-            REQUEST_MODEL: model,
-        }
-        parent = self._parent(parent)
+        name, head = _model_head(model, provider)
+        attributes = head.copy()
+        if parent is None or parent._tracer is not self:
+            parent = self._parent(parent)
         if parent is not None:
             conversation = parent.attributes.get(CONVERSATION_ID)
             if isinstance(conversation, str):
@@ -442,15 +441,16 @@ class BaseTracer(ABC):
             _record_settings(settings, attributes)
         if self.capture_content and messages:
             attributes[INPUT_MESSAGES] = _dumps([_message_parts(m) for m in messages])
-        return Span(self, "model", f"chat {model}", attributes, parent)
+        return Span(self, "model", name, attributes, parent)
 
     def tool_span(
         self, call: ToolCall, *, description: str | None = None, parent: Span | None = None
     ) -> Span:
         """A span for one tool call: `execute_tool {tool}`."""
+        tool = call.name
         attributes: dict[str, AttributeValue] = {
             OPERATION_NAME: "execute_tool",
-            TOOL_NAME: call.name,
+            TOOL_NAME: tool,
             TOOL_CALL_ID: call.id,
             TOOL_TYPE: "function",
         }
@@ -460,7 +460,9 @@ class BaseTracer(ABC):
             attributes[TOOL_ARGUMENTS] = (
                 call.raw_arguments if call.raw_arguments is not None else _dumps(call.arguments)
             )
-        return Span(self, "tool", f"execute_tool {call.name}", attributes, self._parent(parent))
+        if parent is None or parent._tracer is not self:
+            parent = self._parent(parent)
+        return Span(self, "tool", f"execute_tool {tool}", attributes, parent)
 
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description."""
@@ -515,6 +517,19 @@ class NullTracer:
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description."""
         return {"type": "NullTracer"}
+
+
+@functools.lru_cache(maxsize=256)
+def _model_head(model: str, provider: str) -> tuple[str, dict[str, AttributeValue]]:
+    """A model span's name and first attributes, made once per model (copy the dict)."""
+    name = provider_name(provider)
+    attributes: dict[str, AttributeValue] = {
+        OPERATION_NAME: "chat",
+        PROVIDER_NAME: name,
+        SYSTEM: name,
+        REQUEST_MODEL: model,
+    }
+    return f"chat {model}", attributes
 
 
 def _message_parts(message: Message, *, finish_reason: str | None = None) -> dict[str, JsonValue]:
