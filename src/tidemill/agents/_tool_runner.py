@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tidemill.agents._thread import ThreadWriter
 from tidemill.agents.journal import (
@@ -40,9 +41,8 @@ _new_result = validator(ToolResult)
 _new_finished = validator(ToolFinished)
 
 
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """A fresh turn's calls, sorted."""
+class Admission(NamedTuple):
+    """A fresh turn's calls, sorted (a named tuple: one is made for every turn)."""
 
     refused: list[ToolResult]
     """Calls that cannot run (unknown tool, bad arguments), with the error the model sees."""
