@@ -59,3 +59,40 @@ def test_without_langgraph_nothing_is_scaled(agent_loop: ModuleType) -> None:
     assert agent_loop.scaled_checks(measured) == ([], {})
     skipped = results(agent_loop, {"LangGraph, no checkpointer": {}, "Tidemill, memory": {10: 1}})
     assert agent_loop.scaled_checks(skipped) == ([], {})
+
+
+@pytest.fixture(scope="module")
+def instructions(agent_loop: ModuleType) -> ModuleType:
+    sys.modules["agent_loop"] = agent_loop  # instructions.py imports it by name
+    spec = importlib.util.spec_from_file_location("instructions", BENCHMARKS / "instructions.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["instructions"] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["instructions"], sys.modules["agent_loop"]
+    return module
+
+
+def test_counts_split_into_a_fixed_part_and_a_part_per_iteration(
+    instructions: ModuleType,
+) -> None:
+    source = instructions.Source("working tree", BENCHMARKS)
+    # 1,000 per run plus 300 per iteration, at N=10 and N=50.
+    count = instructions.Count(source, "Tidemill, memory", {10: 4_000.0, 50: 16_000.0})
+    assert count.per_iteration(10) == 400.0
+    assert count.split() == (300.0, 1_000.0)
+    assert instructions.Count(source, "Tidemill, memory", {10: 4_000.0}).split() is None
+
+
+def test_a_dump_total_is_read_and_a_dump_without_one_refused(
+    instructions: ModuleType, tmp_path: Path
+) -> None:
+    dump = tmp_path / "cg.1.1"
+    dump.write_text("# callgrind format\nevents: Ir\nsummary: 916987608\n\nfn=(1) main\n")
+    assert instructions.dumped_total(dump) == 916_987_608
+    dump.write_text("# callgrind format\nevents: Ir\n")
+    with pytest.raises(RuntimeError, match="no total"):
+        instructions.dumped_total(dump)

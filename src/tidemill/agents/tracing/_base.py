@@ -431,8 +431,7 @@ class BaseTracer(ABC):
         """A span for one model call: `chat {model}`."""
         name, head = _model_head(model, provider)
         attributes = head.copy()
-        if parent is None or parent._tracer is not self:
-            parent = self._parent(parent)
+        parent = self._parent(parent)
         if parent is not None:
             conversation = parent.attributes.get(CONVERSATION_ID)
             if isinstance(conversation, str):
@@ -460,9 +459,7 @@ class BaseTracer(ABC):
             attributes[TOOL_ARGUMENTS] = (
                 call.raw_arguments if call.raw_arguments is not None else _dumps(call.arguments)
             )
-        if parent is None or parent._tracer is not self:
-            parent = self._parent(parent)
-        return Span(self, "tool", f"execute_tool {tool}", attributes, parent)
+        return Span(self, "tool", f"execute_tool {tool}", attributes, self._parent(parent))
 
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description."""
