@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 BENCH := .venv-bench
 PYTHON ?= python3
 
-.PHONY: install demo test check format bench clean
+.PHONY: install demo test check docs docs-serve format bench clean
 
 install: $(STAMP)
 
@@ -29,6 +29,13 @@ check: $(STAMP)  ## Lint, format check and strict type check
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+docs: $(STAMP)  ## Build the docs site into site/, failing on any warning
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)  ## Serve the docs site at http://127.0.0.1:8000 while editing
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format src tests benchmarks examples
@@ -48,4 +55,4 @@ bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own enviro
 	$(BENCH)/bin/python benchmarks/guardrails.py
 
 clean:
-	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .tidemill
+	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .tidemill site

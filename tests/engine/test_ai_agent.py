@@ -25,10 +25,10 @@ from tidemill.agents.journal import ApprovalDecided
 from tidemill.cli import main as cli_main
 from tidemill.engine import AsyncEngine, ScriptPool
 from tidemill.engine._advance import Outcome
-from tidemill.engine._agent_journal import open_journal, thread_id
-from tidemill.engine._ai_agent import run_ai_agent
 from tidemill.engine._execute import StepEnv
 from tidemill.engine._models import ModelChoice
+from tidemill.engine.ai._agent import run_ai_agent
+from tidemill.engine.ai._journal import open_journal, thread_id
 from tidemill.errors import ApprovalDecisionError, ProviderError, RunFailed
 from tidemill.flows import Flow
 from tidemill.llm import Model, ModelRequest, ScriptedModel

@@ -22,9 +22,9 @@ import pytest
 
 from tidemill.engine import AsyncEngine
 from tidemill.engine._advance import Transition
-from tidemill.engine._children import ChildRequest, ChildWait, child_run_id
 from tidemill.engine._models import ModelChoice
 from tidemill.engine._scope import Definitions
+from tidemill.engine.ai._child_runs import ChildRequest, ChildWait, child_run_id
 from tidemill.errors import FlowValidationError
 from tidemill.flows import Flow
 from tidemill.llm import Model, ScriptedModel
@@ -374,7 +374,7 @@ async def _sleep() -> None:
 
 async def test_an_mcp_server_s_tools_are_the_agent_s(engine: AsyncEngine) -> None:
     pytest.importorskip("mcp")
-    from tidemill.engine._agent_journal import thread_id
+    from tidemill.engine.ai._journal import thread_id
 
     calls = [call("calc__add", "c1", a=2, b=3), call("calc__key", "c2")]
     model = ScriptedModel(["", "5"], tool_calls=[calls, []])

@@ -246,7 +246,7 @@ TWO_STEPS = Flow.model_validate(
 async def test_a_worker_ends_one_step_runs_in_one_statement(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tidemill.engine._worker import Worker
+    from tidemill.engine.workers._worker import Worker
 
     calls: Counter[str] = Counter()
     original = Worker._end_run
@@ -269,7 +269,7 @@ async def test_a_claimed_job_that_needs_the_store_is_read_in_a_transaction(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the next job needs is read from caches first, from the store when that fails."""
-    from tidemill.engine._worker import Worker
+    from tidemill.engine.workers._worker import Worker
 
     original = Worker._prepare
     failed: list[int] = []
@@ -292,7 +292,7 @@ async def test_a_claimed_job_that_cannot_be_prepared_is_queued_again(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The claim was committed with the previous job's record: the job is given back, not held."""
-    from tidemill.engine._worker import Worker
+    from tidemill.engine.workers._worker import Worker
 
     original = Worker._prepare
     failed: list[int] = []

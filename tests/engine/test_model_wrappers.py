@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tidemill.agents import UsageLimits
 from tidemill.agents.checkpoint import MemoryCheckpointer
-from tidemill.engine._agent_budget import BudgetModel
-from tidemill.engine._agent_usage import MeteredModel
+from tidemill.engine.ai._budget import BudgetModel
+from tidemill.engine.ai._usage import MeteredModel
 from tidemill.llm import Model, ModelRequest, ModelSettings, ScriptedModel
 from tidemill.types import Message, Usage
 

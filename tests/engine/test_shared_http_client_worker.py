@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-import tidemill.engine._worker as worker_module
+import tidemill.engine.workers._worker as worker_module
 from provider_answers import ANTHROPIC_ANSWER, OPENAI_ANSWER
 from tidemill.engine import AsyncEngine
 from tidemill.flows import Flow

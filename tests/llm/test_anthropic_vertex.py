@@ -21,7 +21,7 @@ from tidemill.llm import (
     RetryPolicy,
     resolve_model,
 )
-from tidemill.llm._anthropic import build_messages_request
+from tidemill.llm.anthropic._adapter import build_messages_request
 from tidemill.types import Message, Reasoning, ToolCall, ToolResult
 
 STREAM = "handmade/anthropic-vertex-tool-use-stream.sse"  # hand-made, not a recording

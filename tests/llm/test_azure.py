@@ -15,7 +15,7 @@ from replay_models import azure_model, replay, sent_body
 
 from tidemill.errors import ConfigurationError
 from tidemill.llm import AzureOpenAIModel, ModelRequest, ModelSettings, resolve_model
-from tidemill.llm._openai_chat import build_chat_request
+from tidemill.llm.openai._chat import build_chat_request
 from tidemill.types import Message, ToolCall, ToolDefinition, ToolResult
 
 STREAM = "handmade/azure-chat-stream.sse"  # hand-made from documentation, not a recording

@@ -25,8 +25,8 @@ from llm_replay import HELLO, Recorder, fixture_bytes, fixture_json, json_reply,
 
 from tidemill.errors import ConfigurationError, MissingDependencyError
 from tidemill.llm import BedrockModel, Credentials, ModelRequest, ModelSettings, resolve_model
-from tidemill.llm._bedrock import EMPTY_TOOL_RESULT, build_converse_request
-from tidemill.llm._sigv4 import AwsKeys, sign_v4
+from tidemill.llm.bedrock._adapter import EMPTY_TOOL_RESULT, build_converse_request
+from tidemill.llm.http._sigv4 import AwsKeys, sign_v4
 from tidemill.types import ImageRef, Message, Reasoning, ToolCall, ToolDefinition, ToolResult
 
 PNG = (

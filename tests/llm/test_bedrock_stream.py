@@ -50,7 +50,7 @@ from tidemill.errors import (
     TidemillError,
 )
 from tidemill.llm import BedrockModel, RetryPolicy
-from tidemill.llm._eventstream import EventStreamDecoder
+from tidemill.llm.http._eventstream import EventStreamDecoder
 from tidemill.types import ToolCallDelta, Usage
 
 
@@ -514,9 +514,9 @@ async def test_events_after_metadata_are_not_read() -> None:
 
 async def test_events_as_the_sdks_present_them_over_sse() -> None:
     # Gateways that re-frame a Bedrock stream as SSE send {"<event type>": payload} objects.
-    from tidemill.llm._bedrock_stream import ConverseStreamParser
     from tidemill.llm._failures import ErrorReporter
-    from tidemill.llm._sse import SSEDecoder
+    from tidemill.llm.bedrock._stream import ConverseStreamParser
+    from tidemill.llm.http._sse import SSEDecoder
 
     framed = EventStreamDecoder().feed(fixture_bytes("bedrock-converse/tool-use-stream.bin"))
     lines = [

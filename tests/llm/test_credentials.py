@@ -4,8 +4,8 @@ import pytest
 
 from tidemill.errors import ConfigurationError
 from tidemill.llm import Credentials, CredentialSource
-from tidemill.llm._anthropic import ANTHROPIC_SOURCE
-from tidemill.llm._openai_dialects import DIALECTS
+from tidemill.llm.anthropic._adapter import ANTHROPIC_SOURCE
+from tidemill.llm.openai._dialects import DIALECTS
 
 OPENAI = DIALECTS["openai"].source
 

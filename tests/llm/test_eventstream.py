@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from llm_replay import fixture_bytes, fixtures_dir, split
 
 from tidemill.errors import ProviderError
-from tidemill.llm._eventstream import (
+from tidemill.llm.http._eventstream import (
     MAX_MESSAGE_LENGTH,
     EventStreamDecoder,
     EventStreamMessage,

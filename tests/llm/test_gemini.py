@@ -10,7 +10,7 @@ from replay_models import TOKEN, gemini_model, replay, sent_body, vertex_model
 
 from tidemill.errors import ConfigurationError
 from tidemill.llm import GeminiModel, ModelRequest, ModelSettings, VertexGeminiModel, resolve_model
-from tidemill.llm._gemini import SKIP_SIGNATURE
+from tidemill.llm.google._gemini import SKIP_SIGNATURE
 from tidemill.types import ImageRef, Message, Reasoning, ToolCall, ToolDefinition, ToolResult
 
 DONE = (

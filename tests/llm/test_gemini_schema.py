@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tidemill.llm._gemini_schema import gemini_parameters, gemini_schema
+from tidemill.llm.google._schema import gemini_parameters, gemini_schema
 
 
 def test_rejected_keywords_are_dropped_but_properties_keep_their_names() -> None:

@@ -42,7 +42,7 @@ from tidemill.errors import (
     TidemillError,
 )
 from tidemill.llm import GeminiModel, RetryPolicy, VertexGeminiModel
-from tidemill.llm._gemini_stream import GENERATED_ID_PREFIX, is_generated_id
+from tidemill.llm.google._stream import GENERATED_ID_PREFIX, is_generated_id
 from tidemill.types import ToolCallDelta, Usage
 
 

@@ -14,7 +14,7 @@ from tidemill.errors import (
 )
 from tidemill.llm import Credentials
 from tidemill.llm._failures import error_from_response
-from tidemill.llm._google import VertexSource, translate_google_error, vertex_host
+from tidemill.llm.google._auth import VertexSource, translate_google_error, vertex_host
 
 
 def test_vertex_hosts() -> None:

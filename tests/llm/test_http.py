@@ -11,7 +11,7 @@ from llm_replay import API_KEY, FAST_RETRY, Recorder, ReplayServer, Reply, json_
 
 from tidemill.errors import ConfigurationError, ProviderError, ProviderTimeout, RateLimitError
 from tidemill.llm import RetryPolicy
-from tidemill.llm._http import HttpClient
+from tidemill.llm.http._client import HttpClient
 
 URL = "https://api.example.invalid/v1/chat"
 
@@ -247,7 +247,7 @@ async def test_an_owned_client_is_created_on_use_and_closed(server: ReplayServer
 async def test_an_owned_client_uses_the_streaming_transport_and_reuses_its_connection(
     server: ReplayServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tidemill.llm._transport import StreamingTransport
+    from tidemill.llm.http._transport import StreamingTransport
 
     for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(key, raising=False)
@@ -282,7 +282,7 @@ async def test_cookies_an_answer_sets_are_not_sent_with_later_calls(
 async def test_httpx_s_own_transport_when_asked_or_behind_a_proxy(
     variable: str, value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tidemill.llm._transport import StreamingTransport
+    from tidemill.llm.http._transport import StreamingTransport
 
     monkeypatch.setenv(variable, value)
     http = HttpClient("openai")

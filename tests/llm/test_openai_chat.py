@@ -26,7 +26,7 @@ from tidemill.errors import (
     ProviderError,
 )
 from tidemill.llm import ModelRequest, ModelSettings, OpenAIChatModel
-from tidemill.llm._openai_dialects import mistral_call_id
+from tidemill.llm.openai._dialects import mistral_call_id
 from tidemill.types import (
     ImageRef,
     Message,

@@ -22,8 +22,8 @@ from llm_replay import (
 
 from tidemill.errors import MalformedToolCall, ProviderError, TidemillError
 from tidemill.llm._failures import ErrorReporter
-from tidemill.llm._openai_stream import ChatStreamParser
-from tidemill.llm._sse import SSEDecoder
+from tidemill.llm.http._sse import SSEDecoder
+from tidemill.llm.openai._chat_stream import ChatStreamParser
 from tidemill.types import Usage
 
 

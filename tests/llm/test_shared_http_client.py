@@ -15,8 +15,8 @@ from llm_replay import API_KEY, FAST_RETRY, HELLO, NO_RETRY, ReplayServer, Reply
 from provider_answers import ANTHROPIC_ANSWER, OPENAI_ANSWER
 from tidemill.errors import ProviderError
 from tidemill.llm import AnthropicModel, HttpModel, OpenAIChatModel, resolve_model
-from tidemill.llm._http import DEFAULT_TIMEOUT, new_http_client
-from tidemill.llm._transport import StreamingTransport
+from tidemill.llm.http._client import DEFAULT_TIMEOUT, new_http_client
+from tidemill.llm.http._transport import StreamingTransport
 
 _PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 

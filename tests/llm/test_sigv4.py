@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tidemill.llm._sigv4 import AwsKeys, canonical_request, sign_v4, signing_key
+from tidemill.llm.http._sigv4 import AwsKeys, canonical_request, sign_v4, signing_key
 
 # -- AWS's published examples -------------------------------------------------------------------
 #

@@ -10,7 +10,7 @@ from llm_replay import fixture_bytes, split
 
 from tidemill.llm import ServerSentEvent, SSEDecoder
 from tidemill.llm._json import loads_object
-from tidemill.llm._sse import aiter_sse
+from tidemill.llm.http._sse import aiter_sse
 
 
 def decode(*chunks: bytes) -> list[ServerSentEvent]:

@@ -20,8 +20,8 @@ from tidemill.llm import (
     strict_json_schema,
 )
 from tidemill.llm._forced_output import output_tool
-from tidemill.llm._gemini import build_generate_content_request
 from tidemill.llm._strict_schema import inline_root_ref
+from tidemill.llm.google._gemini import build_generate_content_request
 from tidemill.types import Message, ToolDefinition
 
 CITY: dict[str, Any] = {

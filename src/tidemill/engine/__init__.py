@@ -21,9 +21,9 @@ from tidemill.engine._execute import StepInfo, current_step
 from tidemill.engine._facade import Engine, Run
 from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, default_models
-from tidemill.engine._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.engine._waits import WAIT_KINDS, Wait
-from tidemill.engine._worker import Worker
+from tidemill.engine.workers._pool import ScriptCall, ScriptOutcome, ScriptPool
+from tidemill.engine.workers._worker import Worker
 
 __all__ = [
     "WAIT_KINDS",

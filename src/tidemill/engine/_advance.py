@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tidemill.engine._agent_approvals import check_decision, expired_decision
-from tidemill.engine._agent_budget import check_extend
-from tidemill.engine._agent_question import check_answer, expired_answer
-from tidemill.engine._agent_reconcile import check_reconcile
-from tidemill.engine._children import ChildWait, is_tool_child, own_path, tool_part
 from tidemill.engine._ids import new_id
 from tidemill.engine._scope import Definitions, Scope, child_scope
+from tidemill.engine.ai._approvals import check_decision, expired_decision
+from tidemill.engine.ai._budget import check_extend
+from tidemill.engine.ai._child_runs import ChildWait, is_tool_child, own_path, tool_part
+from tidemill.engine.ai._question import check_answer, expired_answer
+from tidemill.engine.ai._reconcile import check_reconcile
 from tidemill.errors import (
     ApprovalDecisionError,
     LeaseLost,
@@ -32,8 +32,8 @@ from tidemill.flows import Flow, Step, compile_expression, placeholders
 from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx
 
 if TYPE_CHECKING:
-    from tidemill.engine._agent_memory import MemoryWrite
-    from tidemill.engine._agent_pause import AgentPause
+    from tidemill.engine.ai._memory import MemoryWrite
+    from tidemill.engine.ai._pause import AgentPause
 
 __all__ = [
     "Outcome",

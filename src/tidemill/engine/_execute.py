@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._advance import Outcome, SpawnPlan
-from tidemill.engine._children import ChildWait
 from tidemill.engine._models import ModelResolver
-from tidemill.engine._pool import ScriptCall, ScriptPool
+from tidemill.engine.ai._child_runs import ChildWait
+from tidemill.engine.workers._pool import ScriptCall, ScriptPool
 from tidemill.errors import ExpressionError, FlowInputError
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
 from tidemill.store import JobRow, RunRow, Store
 
 if TYPE_CHECKING:
-    from tidemill.engine._agent_journal import Journals
     from tidemill.engine._metrics import Metrics
+    from tidemill.engine.ai._journal import Journals
 
 __all__ = [
     "ApprovalPlan",
@@ -153,11 +153,11 @@ async def execute(
     if kind == "script":
         return await _script(step, inputs, info, pool)
     if kind == "ai_action":
-        from tidemill.engine._ai_action import run_ai_action
+        from tidemill.engine.ai._action import run_ai_action
 
         return await run_ai_action(step, inputs, context, env)
     if kind == "ai_agent":
-        from tidemill.engine._ai_agent import run_ai_agent
+        from tidemill.engine.ai._agent import run_ai_agent
 
         return await run_ai_agent(step, inputs, context, env)
     if kind == "approval":

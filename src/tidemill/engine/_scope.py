@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tidemill.engine._children import own_path
+from tidemill.engine.ai._child_runs import own_path
 from tidemill.errors import EngineError
 from tidemill.flows import Expression, Flow, Step, compile_expression, resolved_needs
 

@@ -40,14 +40,8 @@ prices each answer through `_pricing`. `_fallback` wraps any models.
 """
 
 from tidemill.llm._adapter import HttpCall, HttpModel, StreamParser
-from tidemill.llm._anthropic import AnthropicModel
-from tidemill.llm._anthropic_vertex import AnthropicVertexModel
-from tidemill.llm._azure import AzureOpenAIModel
-from tidemill.llm._bedrock import BedrockModel
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._fallback import FallbackModel, should_fall_back
-from tidemill.llm._gemini import GeminiModel, VertexGeminiModel
-from tidemill.llm._http import new_http_client
 from tidemill.llm._model import (
     Model,
     ModelRequest,
@@ -55,9 +49,6 @@ from tidemill.llm._model import (
     ModelStreamEvent,
     OutputFormat,
 )
-from tidemill.llm._openai_chat import OpenAIChatModel
-from tidemill.llm._openai_dialects import DIALECTS, OpenAIDialect
-from tidemill.llm._openai_responses import OpenAIResponsesModel
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._scripted import Answer, Handler, ScriptedModel
 from tidemill.llm._spec import (
@@ -67,8 +58,17 @@ from tidemill.llm._spec import (
     parse_model_spec,
     resolve_model,
 )
-from tidemill.llm._sse import ServerSentEvent, SSEDecoder
 from tidemill.llm._strict_schema import strict_json_schema
+from tidemill.llm.anthropic._adapter import AnthropicModel
+from tidemill.llm.anthropic._vertex import AnthropicVertexModel
+from tidemill.llm.bedrock._adapter import BedrockModel
+from tidemill.llm.google._gemini import GeminiModel, VertexGeminiModel
+from tidemill.llm.http._client import new_http_client
+from tidemill.llm.http._sse import ServerSentEvent, SSEDecoder
+from tidemill.llm.openai._azure import AzureOpenAIModel
+from tidemill.llm.openai._chat import OpenAIChatModel
+from tidemill.llm.openai._dialects import DIALECTS, OpenAIDialect
+from tidemill.llm.openai._responses import OpenAIResponsesModel
 
 __all__ = [
     "DEFAULT_MODELS",

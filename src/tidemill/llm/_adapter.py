@@ -20,12 +20,12 @@ import httpx
 from pydantic import JsonValue
 
 from tidemill.llm._credentials import Credentials
-from tidemill.llm._http import HttpClient
 from tidemill.llm._json import JsonObject
 from tidemill.llm._model import Model, ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.llm._pricing import load_prices, price_usage
 from tidemill.llm._retry import RetryPolicy
-from tidemill.llm._sse import ServerSentEvent, SSEDecoder
+from tidemill.llm.http._client import HttpClient
+from tidemill.llm.http._sse import ServerSentEvent, SSEDecoder
 from tidemill.types import ModelResponse, ReasoningDelta, ResponseDone, TextDelta, ToolCallDelta
 
 __all__ = ["HttpCall", "HttpModel", "StreamParser"]

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidemill.errors import ConfigurationError
-from tidemill.llm._anthropic import AnthropicModel
-from tidemill.llm._anthropic_vertex import AnthropicVertexModel
-from tidemill.llm._azure import AzureOpenAIModel
-from tidemill.llm._bedrock import BedrockModel
 from tidemill.llm._fallback import FallbackModel
-from tidemill.llm._gemini import GeminiModel, VertexGeminiModel
 from tidemill.llm._model import Model, ModelSettings
-from tidemill.llm._openai_chat import OpenAIChatModel
-from tidemill.llm._openai_responses import OpenAIResponsesModel
 from tidemill.llm._scripted import ScriptedModel
+from tidemill.llm.anthropic._adapter import AnthropicModel
+from tidemill.llm.anthropic._vertex import AnthropicVertexModel
+from tidemill.llm.bedrock._adapter import BedrockModel
+from tidemill.llm.google._gemini import GeminiModel, VertexGeminiModel
+from tidemill.llm.openai._azure import AzureOpenAIModel
+from tidemill.llm.openai._chat import OpenAIChatModel
+from tidemill.llm.openai._responses import OpenAIResponsesModel
 
 __all__ = [
     "DEFAULT_MODELS",

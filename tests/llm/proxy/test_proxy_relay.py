@@ -13,7 +13,7 @@ from proxy_serve import sdk, serve, upstream_router
 from tidemill.errors import TidemillError
 from tidemill.llm import ModelRequest, ScriptedModel
 from tidemill.llm._adapter import HttpCall
-from tidemill.llm._transport import StreamingTransport
+from tidemill.llm.http._transport import StreamingTransport
 from tidemill.llm.proxy import ChunkEncoder, ModelRouter, create_app
 from tidemill.llm.proxy._relay import ChatRelay
 from tidemill.llm.proxy._streaming import Frames, encoded

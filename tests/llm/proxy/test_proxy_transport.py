@@ -10,7 +10,7 @@ import httpx
 import pytest
 from llm_replay import ReplayServer, Reply
 
-from tidemill.llm._transport import StreamingTransport
+from tidemill.llm.http._transport import StreamingTransport
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 SSE = b"data: one\n\ndata: two\n\ndata: [DONE]\n\n"

@@ -12,7 +12,7 @@ Who owns what: `_request` and `_messages` read requests; `_response` and
 failure to an HTTP status and OpenAI's error body; `_router` turns model
 names into models; `_streaming` sends a stream with keep-alives; `_relay` is
 the fast path for streams from OpenAI-format upstreams, over the provider
-layer's lean HTTP/1.1 client (`tidemill.llm._transport`); `_app` wires the routes.
+layer's lean HTTP/1.1 client (`tidemill.llm.http._transport`); `_app` wires the routes.
 
 Example:
     >>> from tidemill.llm import ScriptedModel

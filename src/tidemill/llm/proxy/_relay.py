@@ -31,14 +31,14 @@ import httpx
 from tidemill.errors import MalformedToolCall, ProviderError, ProviderTimeout
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._failures import error_from_payload, error_from_response, redact
-from tidemill.llm._http import read_error_body
 from tidemill.llm._json import loads_object
 from tidemill.llm._model import ModelRequest
-from tidemill.llm._openai_chat import OpenAIChatModel
-from tidemill.llm._openai_stream import ChatStreamParser
 from tidemill.llm._retry import parse_retry_after
-from tidemill.llm._sse import ServerSentEvent, SSEDecoder
-from tidemill.llm._transport import StreamingTransport, Upstream, request_head
+from tidemill.llm.http._client import read_error_body
+from tidemill.llm.http._sse import ServerSentEvent, SSEDecoder
+from tidemill.llm.http._transport import StreamingTransport, Upstream, request_head
+from tidemill.llm.openai._chat import OpenAIChatModel
+from tidemill.llm.openai._chat_stream import ChatStreamParser
 from tidemill.llm.proxy._chunks import ChunkEncoder
 from tidemill.llm.proxy._streaming import Frames
 

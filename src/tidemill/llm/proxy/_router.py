@@ -23,12 +23,12 @@ import httpx
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError
 from tidemill.llm._adapter import HttpModel
-from tidemill.llm._http import DEFAULT_TIMEOUT, no_cookies
 from tidemill.llm._model import Model
-from tidemill.llm._openai_chat import OpenAIChatModel
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._spec import parse_model_spec, resolve_model
-from tidemill.llm._transport import StreamingTransport, use_streaming_transport
+from tidemill.llm.http._client import DEFAULT_TIMEOUT, no_cookies
+from tidemill.llm.http._transport import StreamingTransport, use_streaming_transport
+from tidemill.llm.openai._chat import OpenAIChatModel
 from tidemill.llm.proxy._errors import ProxyError, UnknownModel
 from tidemill.llm.proxy._relay import ChatRelay
 

@@ -1,0 +1,565 @@
+"""`Worker`: claims jobs from the store, executes them, records what happened.
+
+A worker holds every job it runs under a lease it renews while working.
+When its lease is lost (the worker stalled and another took the job over, or
+the run was cancelled) it stops that job and its late write is refused. A
+worker keeps nothing that another needs: kill it anywhere and another worker
+takes its jobs when their leases run out.
+
+A worker that builds its own models (no `models=`) is the composition root
+of their HTTP: it makes one `httpx` client (`new_http_client`) on its first
+AI step, hands it to every model it builds, whatever the provider, and
+closes it after them when `run` ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from tidemill.engine._advance import (
+    Outcome,
+    SpawnPlan,
+    Take,
+    Transition,
+    context_for,
+    load_definition,
+)
+from tidemill.engine._execute import ApprovalPlan, StepEnv, execute, stop_requested
+from tidemill.engine._ids import new_id
+from tidemill.engine._models import (
+    ModelCache,
+    ModelChoice,
+    ModelResolver,
+    default_models,
+    sends_requests,
+)
+from tidemill.engine._scope import Definitions
+from tidemill.engine.ai._child_runs import ChildWait
+from tidemill.engine.ai._journal import Journals
+from tidemill.engine.ai._pause import AgentPause
+from tidemill.engine.workers._pool import ScriptPool
+from tidemill.errors import LeaseLost, RunNotFound, StoreError
+from tidemill.flows import Step
+from tidemill.llm import Model
+from tidemill.llm.http._client import new_http_client
+from tidemill.store import ApprovalRow, JobRow, RunRow, Store, Tx
+
+if TYPE_CHECKING:
+    from tidemill.engine._metrics import Metrics
+
+__all__ = ["Worker"]
+
+log = logging.getLogger("tidemill.worker")
+
+
+@dataclass(slots=True)
+class _Prepared:
+    job: JobRow
+    run: RunRow
+    step: Step
+    context: dict[str, Any]
+
+
+class Worker:
+    """Executes the jobs of a store, up to `concurrency` at once.
+
+    Args:
+        store: The store to take jobs from.
+        concurrency: Jobs run at once.
+        defs: Flow definitions already parsed (shared with an engine).
+        lease: Seconds a claim lasts without renewal; renewed every third of it.
+        poll: Seconds between claims when nothing wakes the worker (PostgreSQL
+            `NOTIFY` and work queued in this process wake it early). The
+            default is 0.25 on SQLite, which has no `NOTIFY`, and 1 on PostgreSQL.
+        pool_size: Script processes to keep ready (default: `concurrency`).
+        worker_id: A name for the worker in the store (default: host and pid).
+        on_event: Called with `(kind, job)` when a job starts (`claimed`) or
+            ends (`finished`); for progress displays.
+        on_run_ended: Called when this worker has ended a run (after the commit).
+        models: Builds the model of each AI step (default: from its spec, with
+            the provider layer, once per spec for the worker's life; pass a
+            resolver of scripted models offline).
+        http_client: The `httpx` client the models the worker builds itself
+            (no `models=`) send their requests with; it stays the caller's
+            to close. By default the worker makes one on its first AI step
+            and closes it when `run` ends. Either way every such model, of
+            every provider, shares it (one connection pool per worker; each
+            model keeps its own timeout and retries). The client belongs to
+            the event loop `run` runs on (all the worker's steps run there):
+            give a worker a client no other loop uses.
+        max_claims: A job claimed more often than this (each worker holding it
+            died or hung past its lease) fails with `WorkerLost` instead of
+            being run again.
+        metrics: Where AI steps count their model calls, tokens, tool calls
+            and bound crossings (see `tidemill.engine._metrics`); None (the
+            default) records nothing.
+
+    Example:
+        >>> import asyncio
+        >>> from tidemill.engine import AsyncEngine, ModelChoice
+        >>> from tidemill.llm import new_http_client
+        >>> async def main() -> None:
+        ...     client = new_http_client()  # one for the process, closed by whoever made it
+        ...     async with AsyncEngine("sqlite:///:memory:", migrate=True) as engine:
+        ...         async with engine.worker(http_client=client) as worker:
+        ...             fast = worker.models(ModelChoice("ollama:llama3"))
+        ...             smart = worker.models(ModelChoice("ollama:qwen3"))
+        ...             print(fast.http.owns_client, smart.http.owns_client)
+        ...         print(client.is_closed)  # the worker stopped; the client is still ours
+        ...     await client.aclose()
+        >>> asyncio.run(main())
+        False False
+        False
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        concurrency: int = 4,
+        defs: Definitions | None = None,
+        lease: float = 30.0,
+        poll: float | None = None,
+        pool_size: int | None = None,
+        worker_id: str | None = None,
+        on_event: Callable[[str, JobRow], None] | None = None,
+        on_run_ended: Callable[[], None] | None = None,
+        models: ModelResolver | None = None,
+        max_claims: int = 10,
+        metrics: Metrics | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.store = store
+        self.concurrency = max(1, concurrency)
+        self.defs = defs or Definitions()
+        self.lease = lease
+        self.poll = poll if poll is not None else (0.25 if store.dialect == "sqlite" else 1.0)
+        self.pool_size = pool_size or self.concurrency
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{new_id()[-8:]}"
+        self.on_event = on_event
+        self.on_run_ended = on_run_ended
+        self._given_http = http_client
+        self._http: httpx.AsyncClient | None = None
+        self._own_models = ModelCache(self._build_model) if models is None else None
+        self.models: ModelResolver = models or self._own_models or default_models
+        self.max_claims = max_claims
+        self.metrics = metrics
+        self._pool: ScriptPool | None = None
+        self._journals = Journals()
+        self._held: dict[int, int] = {}
+        self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, _Prepared]]]] = {}
+        self._slots: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+        self._runs: dict[str, tuple[RunRow, dict[str, Any]]] = {}
+        self.reclaim_every = min(1.0, lease / 4)
+        self._last_reclaim = 0.0
+        self.processed = 0
+        self._stopping = False
+
+    def wake(self) -> None:
+        """Claim again now (new jobs were queued in this process)."""
+        self._wake.set()
+
+    def _build_model(self, choice: ModelChoice) -> Model:
+        """The default resolver: a model from its spec, on the worker's one client."""
+        client = self._http_client() if sends_requests(choice.spec) else None
+        return default_models(choice, http_client=client)
+
+    def _http_client(self) -> httpx.AsyncClient:
+        """The `httpx` client the worker's own models share (made on first use)."""
+        if self._given_http is not None:
+            return self._given_http
+        if self._http is None or self._http.is_closed:
+            self._http = new_http_client()
+        return self._http
+
+    async def _close_models(self) -> None:
+        """Close the models built here, then the client they shared (if the worker's)."""
+        try:
+            if self._own_models is not None:
+                await self._own_models.aclose()
+        finally:
+            client, self._http = self._http, None
+            if client is not None:
+                await client.aclose()
+
+    def _script_pool(self) -> ScriptPool:
+        if self._pool is None:
+            self._pool = ScriptPool(size=self.pool_size)
+        return self._pool
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Work until `stop` is set (or forever); then finish the jobs in hand."""
+        stop = stop or asyncio.Event()
+        helpers = [asyncio.create_task(self._renew_forever())]
+        channel = self.store.listen_dsn()
+        if channel is not None:
+            helpers.append(asyncio.create_task(self._listen_forever()))
+        last_sweep = 0.0
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                free = self.concurrency - len(self._slots)
+                claimed = await self._claim(free) if free > 0 else []
+                for prepared in claimed:
+                    self._start(prepared)
+                if time.monotonic() - last_sweep > self.poll:
+                    last_sweep = time.monotonic()
+                    await self._sweep()
+                if claimed and len(claimed) == free:
+                    continue  # there may be more: claim again once a slot frees
+                await self._idle(stop)
+        finally:
+            self._stopping = True
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            try:
+                if self._slots:
+                    await asyncio.gather(*self._slots, return_exceptions=True)
+            finally:
+                try:
+                    if self._pool is not None:
+                        await self._pool.close()
+                        self._pool = None
+                finally:
+                    try:
+                        await self._journals.aclose()
+                    finally:
+                        await self._close_models()
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        """Sleep until woken, a slot frees, `stop` is set, or the poll interval passes."""
+        waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
+        await asyncio.wait(
+            [*waits, *self._slots], timeout=self.poll, return_when=asyncio.FIRST_COMPLETED
+        )
+        for future in waits:
+            future.cancel()
+
+    async def _claim(self, limit: int) -> list[_Prepared]:
+        """Claim jobs and read what they need, in one transaction.
+
+        Expired leases are looked for once every `reclaim_every` seconds
+        (they are rare; the queued jobs are looked for on every claim).
+        """
+        now = time.time()
+        reclaim = now - self._last_reclaim >= self.reclaim_every
+        if reclaim:
+            self._last_reclaim = now
+
+        def claim(tx: Tx) -> list[_Prepared]:
+            jobs = tx.claim(self.id, limit, now=now, lease_until=now + self.lease, reclaim=reclaim)
+            return [self._prepare(tx, job=job) for job in jobs]
+
+        try:
+            return await self.store.transact(claim)
+        except StoreError as exc:
+            log.warning("claim failed, will retry: %s", exc)
+            return []
+
+    async def _sweep(self) -> None:
+        """Resolve approvals whose time ran out."""
+        try:
+            await self.store.transact(
+                lambda tx: Transition(tx, self.defs, time.time()).expire_approvals()
+            )
+        except StoreError as exc:
+            log.warning("approval sweep failed: %s", exc)
+
+    def _start(self, prepared: _Prepared) -> None:
+        task = asyncio.create_task(self._slot(prepared))
+        self._slots.add(task)
+        task.add_done_callback(self._slots.discard)
+
+    async def _slot(self, first: _Prepared) -> None:
+        """Run a job, then any job its completion handed straight to this worker."""
+        prepared: _Prepared | None = first
+        job: JobRow | None = first.job
+        while job is not None:
+            self._held[job.id] = job.epoch
+            if self.on_event is not None:
+                self.on_event("claimed", job)
+            work: asyncio.Task[list[tuple[JobRow, _Prepared]]] | None = None
+            try:
+                if prepared is None:
+                    prepared = await self.store.transact(partial(self._prepare, job=job))
+                work = asyncio.create_task(self._execute(prepared))
+                self._tasks[job.id] = work
+                taken = await work
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the worker is stopping
+                log.info("job %s stopped: its lease was lost or its run cancelled", job.id)
+                taken = []
+            except LeaseLost as exc:
+                log.info("%s", exc)
+                taken = []
+            except Exception:
+                log.exception("job %s: could not record it; its lease will expire", job.id)
+                taken = []
+            finally:
+                if self._held.get(job.id) == job.epoch:
+                    del self._held[job.id]
+                if work is not None and self._tasks.get(job.id) is work:
+                    del self._tasks[job.id]
+                self.processed += 1
+                if self.on_event is not None:
+                    self.on_event("finished", job)
+            prepared = None
+            job = None
+            if taken:
+                job, prepared = taken[0]
+
+    def _prepare(
+        self,
+        tx: Tx,
+        *,
+        job: JobRow,
+        known: dict[str, Any] | None = None,
+        run: tuple[RunRow, Any] | None = None,
+    ) -> _Prepared:
+        """Read what executing `job` needs: its run, step and the values its expressions see.
+
+        `run` is the job's run and its context when the claim brought them.
+        """
+        cached = self._runs.get(job.run_id)
+        if cached is None and run is not None:
+            cached = (run[0], run[1] or {})
+        if cached is None:
+            found = tx.run_and_payload(job.run_id, "context")
+            assert found is not None
+            cached = (found[0], found[1] or {})
+        if job.run_id not in self._runs:
+            if len(self._runs) >= 1024:
+                self._runs.pop(next(iter(self._runs)))
+            self._runs[job.run_id] = cached
+        row, payload = cached
+        load_definition(tx, self.defs, row.digest)
+        step = self.defs.scope(row.digest, row.scope).by_id[job.step_id]
+        context = context_for(tx, self.defs, row, step, payload, known)
+        return _Prepared(job, row, step, context)
+
+    async def _execute(self, prepared: _Prepared) -> list[tuple[JobRow, _Prepared]]:
+        job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
+        env = StepEnv(
+            job, run, self._script_pool, self.models, self.store,
+            journals=self._journals, metrics=self.metrics,
+        )  # fmt: skip
+        action: Outcome | SpawnPlan | ApprovalPlan | ChildWait
+        if job.epoch > self.max_claims and await self._claims(job, step) > self.max_claims:
+            # Every worker that took this job died with it: stop handing it out.
+            action = Outcome(
+                "failed",
+                error={
+                    "type": "WorkerLost",
+                    "message": f"the step was claimed {job.epoch} times and each worker "
+                    "stopped before recording it (a crash or kill in the step?)",
+                },
+                retryable=False,
+            )
+        else:
+            action = await execute(step, context, env)
+        lease_until = time.time() + self.lease
+        if isinstance(action, Outcome) and self._ends_run_alone(run, step, action):
+            return await self._end_run(job, action.result, lease_until)
+        take = Take(self.id, lease_until, 1)
+
+        def record(tx: Tx) -> tuple[list[tuple[JobRow, _Prepared]], bool, bool]:
+            change = Transition(tx, self.defs, time.time(), take)
+            if isinstance(action, Outcome):
+                if action.status == "succeeded" and step.stop_after_if is not None:
+                    try:
+                        action.stop = stop_requested(step, context, action.result)
+                    except Exception as exc:
+                        action.status = "failed"
+                        action.error = {"type": type(exc).__name__, "message": str(exc)}
+                        action.retryable = False
+                taken = change.complete(job, action)
+            elif isinstance(action, SpawnPlan):
+                taken = change.spawn(job, action)
+            elif isinstance(action, AgentPause):
+                change.park_for_tool_calls(job, action)
+                taken = []
+            elif isinstance(action, ChildWait):
+                taken = change.park_for_children(job, action)
+            else:
+                assert isinstance(action, ApprovalPlan)
+                change.park_for_approval(
+                    job,
+                    message=action.message,
+                    approvers=action.approvers,
+                    timeout=action.timeout,
+                    on_timeout=action.on_timeout,
+                )
+                taken = []
+            prepared = [
+                (t, self._prepare(tx, job=t, known=_known(change.recorded, t.run_id)))
+                for t in taken
+            ]
+            if not taken and not self._stopping:
+                # This slot frees up: take the next queued job in the same transaction.
+                for job_, run_, ctx in tx.claim_with_runs(
+                    self.id, 1, now=change.now, lease_until=lease_until, reclaim=False
+                ):
+                    prepared.append((job_, self._prepare(tx, job=job_, run=(run_, ctx))))
+            return prepared, bool(change.ended), change.queued
+
+        taken, ended, queued = await self.store.transact(record)
+        if queued:
+            self.wake()  # this worker may have free slots for them
+        if ended and self.on_run_ended is not None:
+            self.on_run_ended()  # after the commit, so a waiter reads the end
+        return taken
+
+    def _ends_run_alone(self, run: RunRow, step: Step, outcome: Outcome) -> bool:
+        """True when recording `outcome` only ends the run: a job queue's common case.
+
+        That is a plain success (nothing printed, no model usage, no memory, no
+        `stop_after_if`) of the only step of a top-level run outside any
+        concurrency gate, whose result is the run's result. `Transition.complete`
+        would then lock the run, record the result and end the run, and
+        nothing else; `_end_run` does the same in one statement.
+        """
+        if outcome.status != "succeeded" or outcome.logs or outcome.usage or outcome.stop:
+            return False
+        if outcome.memory is not None or step.stop_after_if is not None:
+            return False
+        if run.parent_job is not None or run.concurrency_key is not None:
+            return False
+        scope = self.defs.scope(run.digest, run.scope)
+        return len(scope.steps) == 1 and scope.result is None
+
+    async def _end_run(
+        self, job: JobRow, result: Any, lease_until: float
+    ) -> list[tuple[JobRow, _Prepared]]:
+        """Record the job, end its run and claim the next job, in one statement.
+
+        On PostgreSQL that statement is its own transaction, run on the event
+        loop (`Store.write_one`): one round trip and no store-thread hop per
+        job. What the next job needs comes from caches when it can.
+        """
+        now = time.time()
+        limit = 0 if self._stopping else 1
+        if self.store.dialect == "postgres":
+            sql, params = Tx.end_run_and_claim_statement(
+                job, result, now=now, worker=self.id, limit=limit, lease_until=lease_until
+            )
+            ending = Tx.ending(await self.store.write_one(sql, params))
+        else:
+            ending = await self.store.transact(
+                lambda tx: tx.end_run_and_claim(
+                    job, result, now=now, worker=self.id, limit=limit, lease_until=lease_until
+                )
+            )
+        if ending is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        recorded, ended, claimed = ending
+        if not recorded:
+            raise LeaseLost(
+                f"Job {job.id} ({job.step_id}) is no longer held at epoch {job.epoch}.",
+                context={"job": job.id, "epoch": job.epoch},
+            )
+        if ended and self.on_run_ended is not None:
+            self.on_run_ended()
+        taken = []
+        for next_job, run, context in claimed:
+            prepare = partial(self._prepare, job=next_job, run=(run, context))
+            try:
+                try:
+                    ready = prepare(Tx.offline(self.store.dialect))
+                except StoreError:  # it needs to read the store
+                    ready = await self.store.transact(prepare)
+            except Exception:  # the claim is committed: give the job back
+                log.exception("job %s: could not prepare it; queueing it again", next_job.id)
+                await self._release(next_job)
+                continue
+            taken.append((next_job, ready))
+        return taken
+
+    async def _release(self, job: JobRow) -> None:
+        """Queue a job this worker claimed but could not start; else its lease runs out."""
+        try:
+            await self.store.transact(lambda tx: tx.release_job(job.id, job.epoch))
+        except StoreError as exc:
+            log.warning("job %s: could not queue it again (%s); its lease will expire", job.id, exc)
+
+    async def _claims(self, job: JobRow, step: Step) -> int:
+        """How often workers took `job` and stopped without recording anything.
+
+        An agent step's job is claimed once more after each of its pauses for
+        approval (it is queued again when they are decided); those claims are
+        not lost ones.
+        """
+        if step.kind != "ai_agent":
+            return job.epoch
+
+        def read(tx: Tx) -> tuple[list[ApprovalRow], list[RunRow]]:
+            return tx.job_approvals(job.id), tx.children(job.id)
+
+        rows, children = await self.store.transact(read)
+        pauses = {row.created_at for row in rows if row.kind == "tool_call"}
+        # Each wait for tool calls' child runs ends in one more claim, at most one per child.
+        return job.epoch - len(pauses) - len(children)
+
+    async def _renew_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            held = dict(self._held)
+            if not held:
+                continue
+            until = time.time() + self.lease
+            try:
+                kept = await self.store.transact(
+                    partial(_renew, worker=self.id, held=held, until=until)
+                )
+            except StoreError as exc:
+                log.warning("lease renewal failed: %s", exc)
+                continue
+            for job_id in held.keys() - kept:
+                if self._held.get(job_id) != held[job_id]:
+                    continue  # finished meanwhile
+                task = self._tasks.get(job_id)
+                if task is not None:
+                    task.cancel()
+
+    async def _listen_forever(self) -> None:
+        """Wake on PostgreSQL `NOTIFY`; reconnect when the connection drops."""
+        import psycopg
+
+        dsn = self.store.listen_dsn()
+        assert dsn is not None
+        while True:
+            try:
+                connection = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+                async with connection:
+                    await connection.execute(f"LISTEN {self.store.channel}")
+                    self._wake.set()
+                    async for _ in connection.notifies():
+                        self._wake.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("listen connection lost: %s", exc)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(1.0)
+
+
+def _renew(tx: Tx, *, worker: str, held: dict[int, int], until: float) -> set[int]:
+    return tx.renew(worker, held, until)
+
+
+def _known(recorded: dict[tuple[str, str], Any], run_id: str) -> dict[str, Any]:
+    return {step: value for (run, step), value in recorded.items() if run == run_id}

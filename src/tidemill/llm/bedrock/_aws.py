@@ -1,0 +1,287 @@
+"""Where a Bedrock model finds its region and its AWS credentials.
+
+In order, the first that gives an answer wins:
+
+1. arguments (`access_key_id=`/`secret_access_key=`/`session_token=`, or a
+   Bedrock API key as `api_key=`), then the same fields of a `Credentials`;
+2. `AWS_BEARER_TOKEN_BEDROCK`: a Bedrock API key, sent as a bearer token
+   with no signing;
+3. `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (and `AWS_SESSION_TOKEN`
+   for temporary credentials);
+4. with the `bedrock` extra (`pip install 'tidemill[bedrock]'`, which
+   installs `botocore`): botocore's credential chain, so the shared
+   credentials file and `AWS_PROFILE`/`profile=`, SSO, assumed roles,
+   container and instance roles work as they do for the AWS CLI, and
+   temporary credentials are refreshed before they expire.
+
+The region comes from `region=`, `Credentials.region`, `AWS_REGION`,
+`AWS_DEFAULT_REGION`, then (with botocore) the profile's configured region.
+Botocore is only used to find credentials; requests are signed here
+(`_sigv4`) and sent with httpx.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tidemill.errors import ConfigurationError, MissingCredentialsError, MissingDependencyError
+from tidemill.llm._credentials import Credentials
+from tidemill.llm.http._sigv4 import AwsKeys
+
+__all__ = [
+    "AWS_AUTH_HINT",
+    "BearerToken",
+    "BedrockAccess",
+    "BotocoreKeys",
+    "StaticKeys",
+    "resolve_bedrock_access",
+]
+
+AWS_AUTH_HINT = (
+    "Check the AWS credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, "
+    "AWS_PROFILE, or the Bedrock API key AWS_BEARER_TOKEN_BEDROCK), that they have not "
+    "expired, and that the model is enabled for the account in this region."
+)
+"""What to tell a user whose AWS credentials were refused."""
+
+_MISSING_HINT = (
+    "Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary "
+    "credentials), or a Bedrock API key in AWS_BEARER_TOKEN_BEDROCK, or pass "
+    "access_key_id= and secret_access_key=. To use ~/.aws/credentials, AWS_PROFILE or SSO, "
+    "install botocore: pip install 'tidemill[bedrock]'."
+)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BearerToken:
+    """A Bedrock API key, sent as `Authorization: Bearer`; nothing is signed."""
+
+    token: str
+
+    def __repr__(self) -> str:
+        return "BearerToken(<set>)"
+
+
+@dataclass(frozen=True, slots=True)
+class StaticKeys:
+    """Access keys that do not change while the model lives."""
+
+    keys: AwsKeys
+
+    def current(self) -> AwsKeys:
+        """The keys to sign with."""
+        return self.keys
+
+
+class BotocoreKeys:
+    """Keys from botocore's credential chain, refreshed by botocore when they expire.
+
+    `current` may block for a refresh (an STS or SSO call), so callers on an
+    event loop run it in a thread.
+    """
+
+    def __init__(self, credentials: Any, method: str) -> None:
+        self._credentials = credentials
+        self.method = method
+        """Where botocore found them (`shared-credentials-file`, `sso`, `iam-role`, ...)."""
+
+    def current(self) -> AwsKeys:
+        """The keys to sign with, frozen so the three parts belong together."""
+        frozen = self._credentials.get_frozen_credentials()
+        return AwsKeys(str(frozen.access_key), str(frozen.secret_key), frozen.token or None)
+
+
+BedrockAuth = BearerToken | StaticKeys | BotocoreKeys
+"""How a Bedrock request is authorised."""
+
+
+@dataclass(frozen=True, slots=True)
+class BedrockAccess:
+    """The resolved region, endpoint and authorisation of one Bedrock model."""
+
+    region: str
+    auth: BedrockAuth
+    credentials: Credentials
+    """The same facts as a `Credentials` (base URL, region, secrets to scrub)."""
+
+    @property
+    def signs(self) -> bool:
+        """Whether requests are SigV4-signed (not sent with a bearer token)."""
+        return not isinstance(self.auth, BearerToken)
+
+
+def resolve_bedrock_access(
+    credentials: Credentials | None = None,
+    *,
+    region: str | None = None,
+    access_key_id: str | None = None,
+    secret_access_key: str | None = None,
+    session_token: str | None = None,
+    api_key: str | None = None,
+    profile: str | None = None,
+    base_url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> BedrockAccess:
+    """Find the region, endpoint and credentials of a Bedrock model.
+
+    Raises:
+        ConfigurationError: Without a region or credentials, naming what to set.
+        MissingDependencyError: When `profile=` is given without botocore installed.
+
+    Example:
+        >>> access = resolve_bedrock_access(
+        ...     region="eu-west-1", access_key_id="AKIDEXAMPLE", secret_access_key="secret",
+        ...     environ={})
+        >>> access.credentials.base_url, access.signs
+        ('https://bedrock-runtime.eu-west-1.amazonaws.com', True)
+        >>> resolve_bedrock_access(region="eu-west-1",
+        ...                        environ={"AWS_BEARER_TOKEN_BEDROCK": "bedrock-key"}).signs
+        False
+    """
+    env = os.environ if environ is None else environ
+    base = credentials or Credentials()
+    auth, session = _auth(
+        base,
+        access_key_id=access_key_id or base.aws_access_key_id,
+        secret_access_key=secret_access_key or base.aws_secret_access_key,
+        session_token=session_token or base.aws_session_token,
+        api_key=api_key or base.api_key,
+        profile=profile,
+        env=env,
+    )
+    found_region = (
+        region
+        or base.region
+        or _env(env, "AWS_REGION")
+        or _env(env, "AWS_DEFAULT_REGION")
+        or _session_region(session, profile)
+    )
+    if not found_region:
+        raise MissingCredentialsError(
+            "No AWS region for the bedrock provider.",
+            hint="Set AWS_REGION (or AWS_DEFAULT_REGION), or pass region='us-east-1'.",
+            context={"provider": "bedrock", "env": "AWS_REGION"},
+        )
+    host = (
+        base_url
+        or base.base_url
+        or _env(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+        or f"https://bedrock-runtime.{found_region}.amazonaws.com"
+    )
+    keys = auth.current() if isinstance(auth, StaticKeys | BotocoreKeys) else None
+    resolved = Credentials(
+        api_key=auth.token if isinstance(auth, BearerToken) else None,
+        base_url=host.rstrip("/"),
+        headers={**base.headers, **(headers or {})},
+        region=found_region,
+        aws_access_key_id=keys.access_key_id if keys else None,
+        aws_secret_access_key=keys.secret_access_key if keys else None,
+        aws_session_token=keys.session_token if keys else None,
+    )
+    return BedrockAccess(found_region, auth, resolved)
+
+
+def _auth(
+    base: Credentials,
+    *,
+    access_key_id: str | None,
+    secret_access_key: str | None,
+    session_token: str | None,
+    api_key: str | None,
+    profile: str | None,
+    env: Mapping[str, str],
+) -> tuple[BedrockAuth, Any]:
+    """The authorisation, and the botocore session when one was opened."""
+    if access_key_id or secret_access_key:
+        return StaticKeys(_pair(access_key_id, secret_access_key, session_token, "argument")), None
+    if api_key:
+        return BearerToken(api_key), None
+    if profile is None:
+        bearer = _env(env, "AWS_BEARER_TOKEN_BEDROCK")
+        if bearer:
+            return BearerToken(bearer), None
+        env_key, env_secret = _env(env, "AWS_ACCESS_KEY_ID"), _env(env, "AWS_SECRET_ACCESS_KEY")
+        if env_key or env_secret:
+            token = _env(env, "AWS_SESSION_TOKEN")
+            return StaticKeys(_pair(env_key, env_secret, token, "environment")), None
+    session = _botocore_session(profile)
+    if session is None:
+        raise MissingCredentialsError(
+            "No AWS credentials for the bedrock provider.",
+            hint=_MISSING_HINT,
+            context={"provider": "bedrock", "env": "AWS_ACCESS_KEY_ID"},
+        )
+    found = _botocore_credentials(session, profile)
+    return BotocoreKeys(found, str(getattr(found, "method", "botocore"))), session
+
+
+def _pair(
+    access_key_id: str | None, secret_access_key: str | None, token: str | None, where: str
+) -> AwsKeys:
+    if not access_key_id or not secret_access_key:
+        missing = "AWS_SECRET_ACCESS_KEY" if access_key_id else "AWS_ACCESS_KEY_ID"
+        given = "secret_access_key=" if access_key_id else "access_key_id="
+        raise ConfigurationError(
+            f"Half an AWS key pair for the bedrock provider (from the {where}): "
+            f"{missing} is missing.",
+            hint=f"Set {missing}, or pass {given}; both halves are needed to sign requests.",
+            context={"provider": "bedrock", "env": missing},
+        )
+    return AwsKeys(access_key_id, secret_access_key, token or None)
+
+
+def _botocore_session(profile: str | None) -> Any:
+    """A botocore session, or `None` without botocore (an error if a profile was asked for)."""
+    try:
+        sessions = importlib.import_module("botocore.session")
+    except ImportError:
+        if profile is not None:
+            raise MissingDependencyError(
+                "botocore", extra="bedrock", feature="Reading an AWS profile"
+            ) from None
+        return None
+    return sessions.Session(profile=profile)
+
+
+def _botocore_credentials(session: Any, profile: str | None) -> Any:
+    exceptions = importlib.import_module("botocore.exceptions")
+    try:
+        found = session.get_credentials()
+    except exceptions.BotoCoreError as exc:
+        raise ConfigurationError(
+            f"botocore could not load AWS credentials: {exc}",
+            hint="Check the profile name and ~/.aws/config, or " + _MISSING_HINT,
+            context={"provider": "bedrock", "profile": profile},
+        ) from exc
+    if found is None:
+        where = f"the {profile!r} profile" if profile else "botocore's credential chain"
+        raise MissingCredentialsError(
+            f"No AWS credentials for the bedrock provider, not even in {where}.",
+            hint=_MISSING_HINT.split(" To use")[0],
+            context={"provider": "bedrock", "env": "AWS_ACCESS_KEY_ID", "profile": profile},
+        )
+    return found
+
+
+def _session_region(session: Any, profile: str | None) -> str | None:
+    """The region of the profile's configuration, when botocore is installed."""
+    if session is None:
+        session = _botocore_session(profile)
+        if session is None:
+            return None
+    exceptions = importlib.import_module("botocore.exceptions")
+    try:
+        value = session.get_config_variable("region")
+    except exceptions.BotoCoreError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(name, "").strip()
+    return value or None

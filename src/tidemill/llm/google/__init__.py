@@ -1,0 +1,1 @@
+"""Google: the Gemini API (AI Studio and Vertex AI), its schema dialect, and Google Cloud auth."""
