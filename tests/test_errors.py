@@ -50,3 +50,18 @@ def test_journal_conflict_and_tool_arguments() -> None:
 def test_errors_are_catchable_by_the_base() -> None:
     with pytest.raises(TidemillError):
         raise JournalConflict("t", 0)
+
+
+def test_errors_are_named_by_their_public_module() -> None:
+    # The classes live in private modules; tracebacks and reprs still say `tidemill.errors.X`.
+    import importlib
+    import traceback
+
+    import tidemill.errors as errors
+
+    for symbol in errors.__all__:
+        cls = getattr(errors, symbol)
+        assert cls.__module__ == "tidemill.errors", symbol
+        assert getattr(importlib.import_module(cls.__module__), cls.__qualname__) is cls
+    error = errors.RunNotFound("No run 'r1'.")
+    assert traceback.format_exception_only(error) == ["tidemill.errors.RunNotFound: No run 'r1'.\n"]

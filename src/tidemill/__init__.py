@@ -6,6 +6,7 @@ Example:
     Hello!
 """
 
+from tidemill._version import __version__
 from tidemill.agents import (
     AgentBuilder,
     AgentRuntime,
@@ -72,8 +73,6 @@ from tidemill.types import (
     ToolResult,
     Usage,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AgentBuilder",

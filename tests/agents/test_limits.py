@@ -293,7 +293,7 @@ async def test_without_token_limits_no_call_is_estimated_or_changed(
     def refuse(*args: object, **kwargs: object) -> NoReturn:
         raise AssertionError("token limit work without a token limit")
 
-    monkeypatch.setattr(UsageLimits, "prepare", refuse)
+    monkeypatch.setattr(UsageLimits, "fit_model", refuse)
     monkeypatch.setattr(UsageLimits, "after_turn", refuse)
     monkeypatch.setattr(_limits, "estimate_input_tokens", refuse)
     model = calls_per_turn(1, 2)

@@ -16,7 +16,7 @@ import pytest
 
 from tidemill.agents.checkpoint import MemoryCheckpointer
 from tidemill.agents.journal import RunFinished
-from tidemill.engine.ai._journal import StepJournal
+from tidemill.engine._journal import StepJournal
 from tidemill.engine.ai._schema import function_source, signature_schema
 from tidemill.engine.ai._tools import tool_schema
 from tidemill.flows import AgentToolSpec

@@ -24,11 +24,11 @@ from agent_runs import finish_on_worker
 from tidemill.agents.journal import ApprovalDecided
 from tidemill.cli import main as cli_main
 from tidemill.engine import AsyncEngine, ScriptPool
-from tidemill.engine._advance import Outcome
-from tidemill.engine._execute import StepEnv
+from tidemill.engine._journal import open_journal, thread_id
 from tidemill.engine._models import ModelChoice
+from tidemill.engine._outcome import Outcome
+from tidemill.engine._step_env import StepEnv
 from tidemill.engine.ai._agent import run_ai_agent
-from tidemill.engine.ai._journal import open_journal, thread_id
 from tidemill.errors import ApprovalDecisionError, ProviderError, RunFailed
 from tidemill.flows import Flow
 from tidemill.llm import Model, ModelRequest, ScriptedModel

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tidemill.engine import AsyncEngine
+from tidemill.engine._journal import thread_id
 from tidemill.engine._models import ModelChoice
-from tidemill.engine.ai._journal import thread_id
 from tidemill.errors import ApprovalDecisionError
 from tidemill.flows import Flow
 from tidemill.llm import Model, ScriptedModel

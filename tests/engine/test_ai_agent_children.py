@@ -374,7 +374,7 @@ async def _sleep() -> None:
 
 async def test_an_mcp_server_s_tools_are_the_agent_s(engine: AsyncEngine) -> None:
     pytest.importorskip("mcp")
-    from tidemill.engine.ai._journal import thread_id
+    from tidemill.engine._journal import thread_id
 
     calls = [call("calc__add", "c1", a=2, b=3), call("calc__key", "c2")]
     model = ScriptedModel(["", "5"], tool_calls=[calls, []])

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tidemill.engine import AsyncEngine
+from tidemill.engine._journal import open_journal
 from tidemill.engine._models import ModelChoice
-from tidemill.engine.ai._journal import open_journal
 from tidemill.errors import FlowValidationError, RunFailed
 from tidemill.flows import Flow
 from tidemill.llm import Model, ModelRequest, ScriptedModel

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tidemill.engine import AsyncEngine
+from tidemill.engine._memory import RECALL_HEADER
 from tidemill.engine._models import ModelChoice
-from tidemill.engine.ai._memory import RECALL_HEADER
 from tidemill.errors import RunFailed
 from tidemill.flows import Flow
 from tidemill.llm import Model, ModelRequest, ScriptedModel

@@ -12,8 +12,8 @@ from agent_runs import finish_on_worker
 
 from tidemill.cli import main as cli_main
 from tidemill.engine import AsyncEngine
+from tidemill.engine._journal import thread_id
 from tidemill.engine._models import ModelChoice
-from tidemill.engine.ai._journal import thread_id
 from tidemill.engine.ai._question import NO_ANSWER
 from tidemill.errors import ApprovalDecisionError
 from tidemill.flows import Flow

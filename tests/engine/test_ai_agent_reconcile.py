@@ -26,8 +26,8 @@ from agent_runs import finish_on_worker
 from tidemill.agents.journal import ModelTurn, ToolFinished, ToolStarted, UserInput
 from tidemill.cli import main as cli_main
 from tidemill.engine import AsyncEngine
+from tidemill.engine._journal import open_journal, thread_id
 from tidemill.engine._models import ModelChoice
-from tidemill.engine.ai._journal import open_journal, thread_id
 from tidemill.errors import ApprovalDecisionError, RunFailed
 from tidemill.flows import Flow
 from tidemill.llm import Model, ScriptedModel

@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 
 from tidemill.engine import AsyncEngine
-from tidemill.engine._advance import Outcome, Transition
+from tidemill.engine._advance import Transition
+from tidemill.engine._outcome import Outcome
 from tidemill.engine._scope import Definitions
 from tidemill.errors import StoreError
 from tidemill.flows import Flow
 from tidemill.store import JobRow, Store, StoreURL, Tx, upgrade
-from tidemill.store._tx import Ending
+from tidemill.store._claims import Ending
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tidemill.engine._advance import Outcome, SpawnPlan, Transition
+from tidemill.engine._advance import Transition
+from tidemill.engine._outcome import Outcome, SpawnPlan
 from tidemill.engine._scope import Definitions
 from tidemill.errors import LeaseLost
 from tidemill.flows import Flow

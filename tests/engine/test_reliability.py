@@ -443,7 +443,7 @@ async def test_a_worker_whose_renewals_failed_past_its_lease_is_not_stuck(
     Nobody else took the job over, so the worker may go on with it; at worst
     it runs the step once more. The run must still finish.
     """
-    from tidemill.engine import _worker
+    from tidemill.engine.workers import _worker
 
     outage = threading.Event()
     renew = _worker._renew

@@ -13,8 +13,8 @@ import pytest
 from tidemill.agents.journal import ModelTurn, ToolStarted, UserInput
 from tidemill.engine import AsyncEngine, Wait
 from tidemill.engine._advance import Transition
+from tidemill.engine._journal import open_journal, thread_id
 from tidemill.engine._models import ModelChoice
-from tidemill.engine.ai._journal import open_journal, thread_id
 from tidemill.errors import RunNotFound
 from tidemill.flows import Flow
 from tidemill.llm import Model, ScriptedModel

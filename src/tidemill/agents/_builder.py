@@ -1,27 +1,30 @@
-"""`AgentBuilder`: the fluent way to put an agent together."""
+"""`AgentBuilder`: the fluent way to put an agent together.
+
+Its methods fill in a `Blueprint` (`_blueprint`), which builds the runtime;
+the runs themselves go to that runtime through `RuntimeFront` (`_front`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self, Unpack
 
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
+from tidemill.agents._blueprint import Blueprint
 from tidemill.agents._delegation import AgentTool, Delegation, Worker
-from tidemill.agents._facade import AgentFacade, Prompt
+from tidemill.agents._front import RuntimeFront
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._output import OutputSpec
 from tidemill.agents._runtime import AgentRuntime
-from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer, resolve_checkpointer
+from tidemill.agents.checkpoint import Checkpointer, resolve_checkpointer
 from tidemill.agents.guardrails import Guardrail, resolve_guardrail
-from tidemill.agents.journal import JournalRecord, ThreadState
 from tidemill.agents.memory import Memory, resolve_memory
 from tidemill.agents.tracing import Tracer, resolve_tracer
 from tidemill.errors import ConfigurationError
-from tidemill.llm import Model, ModelSettings, resolve_model
-from tidemill.tools import ToolLike, ToolRegistry
-from tidemill.types import AgentResponse, Decision, StreamEvent, ToolCall
+from tidemill.llm import Model, resolve_model
+from tidemill.tools import ToolLike
 
 if TYPE_CHECKING:
     from tidemill.agents.graph import GraphRuntime
@@ -45,7 +48,7 @@ def agent() -> AgentBuilder:
     return AgentBuilder()
 
 
-class AgentBuilder(AgentFacade):
+class AgentBuilder(RuntimeFront):
     """Fluent configuration for an agent; runs it too.
 
     Each method sets one thing and returns the builder. The agent is built on
@@ -70,26 +73,9 @@ class AgentBuilder(AgentFacade):
     """
 
     def __init__(self) -> None:
-        self._model: Model | None = None
-        self._registry = ToolRegistry()
-        self._system: str | None = None
-        self._name = "agent"
-        self._max_iterations = 10
-        self._tool_call_retries = 2
-        self._parallel = True
-        self._max_parallel = 8
-        self._approval = False
-        self._checkpointer: Checkpointer | None = None
-        self._limits = UsageLimits()
-        self._output: OutputSpec | None = None
-        self._memory: Memory | None = None
-        self._specialists: dict[str, AgentTool] = {}
-        self._delegation = Delegation()
-        self._guardrail: Guardrail | None = None
-        self._tracer: Tracer | None = None
+        self._blueprint = Blueprint()
         self._owned: list[_Closeable] = []
         self._runtime: AgentRuntime | GraphRuntime | None = None
-        self._graph = False
         self._sync = LoopThread("tidemill-agent")
 
     # -- configuration -----------------------------------------------------------
@@ -115,7 +101,7 @@ class AgentBuilder(AgentFacade):
         model = resolve_model(spec, **config)
         if not isinstance(spec, Model):
             self._owned.append(model)
-        self._model = model
+        self._blueprint.model = model
         return self._changed()
 
     def tool(self, *tools: ToolLike) -> Self:
@@ -125,7 +111,7 @@ class AgentBuilder(AgentFacade):
             ConfigurationError: When something is not a tool, or a name is taken.
         """
         for item in tools:
-            self._registry.add(item)
+            self._blueprint.registry.add(item)
         return self._changed()
 
     def tools(self, tools: Iterable[ToolLike]) -> Self:
@@ -156,7 +142,7 @@ class AgentBuilder(AgentFacade):
 
     def system(self, prompt: str) -> Self:
         """Set the instructions sent first on every model call."""
-        self._system = prompt
+        self._blueprint.system = prompt
         return self._changed()
 
     def name(self, value: str) -> Self:
@@ -167,7 +153,7 @@ class AgentBuilder(AgentFacade):
         """
         if not value:
             raise ConfigurationError("An agent's name must not be empty.")
-        self._name = value
+        self._blueprint.name = value
         return self._changed()
 
     def max_iterations(self, limit: int) -> Self:
@@ -181,7 +167,7 @@ class AgentBuilder(AgentFacade):
                 f"max_iterations must be at least 1, not {limit}.",
                 hint="It bounds the model calls of one run.",
             )
-        self._max_iterations = limit
+        self._blueprint.max_iterations = limit
         return self._changed()
 
     def tool_call_retries(self, limit: int) -> Self:
@@ -201,7 +187,7 @@ class AgentBuilder(AgentFacade):
         """
         if limit < 0:
             raise ConfigurationError(f"tool_call_retries must not be negative, not {limit}.")
-        self._tool_call_retries = limit
+        self._blueprint.tool_call_retries = limit
         return self._changed()
 
     def parallel_tools(self, enabled: bool = True, *, max_parallel: int | None = None) -> Self:
@@ -212,8 +198,8 @@ class AgentBuilder(AgentFacade):
         if max_parallel is not None:
             if max_parallel < 1:
                 raise ConfigurationError("max_parallel must be at least 1.")
-            self._max_parallel = max_parallel
-        self._parallel = enabled
+            self._blueprint.max_parallel = max_parallel
+        self._blueprint.parallel = enabled
         return self._changed()
 
     def human_in_the_loop(self, enabled: bool = True) -> Self:
@@ -223,7 +209,7 @@ class AgentBuilder(AgentFacade):
         pause is stored by the checkpointer, in memory unless `checkpoint()`
         chose another.
         """
-        self._approval = enabled
+        self._blueprint.approval = enabled
         return self._changed()
 
     def checkpoint(self, spec: str | Checkpointer | None = None, /, **config: Any) -> Self:
@@ -244,7 +230,7 @@ class AgentBuilder(AgentFacade):
         checkpointer = resolve_checkpointer(spec, **config)
         if spec is None or isinstance(spec, str):
             self._owned.append(checkpointer)
-        self._checkpointer = checkpointer
+        self._blueprint.checkpointer = checkpointer
         return self._changed()
 
     def agent(self, name: str, worker: Worker, description: str = "") -> Self:
@@ -265,10 +251,10 @@ class AgentBuilder(AgentFacade):
             ...      .agent("researcher", agent().llm("fake"),
             ...             "Finds and summarises source material."))
         """
-        if name in self._specialists or name in self._registry:
+        if name in self._blueprint.specialists or name in self._blueprint.registry:
             raise ConfigurationError(f"A tool or specialist is already named {name!r}.")
-        self._specialists[name] = AgentTool(
-            worker, name=name, description=description, delegation=self._delegation
+        self._blueprint.specialists[name] = AgentTool(
+            worker, name=name, description=description, delegation=self._blueprint.delegation
         )
         return self._changed()
 
@@ -281,17 +267,20 @@ class AgentBuilder(AgentFacade):
         child_limits: UsageLimits | None = None,
     ) -> Self:
         """Bound delegation to specialists; see `Delegation`."""
-        self._delegation = Delegation(
+        self._blueprint.delegation = Delegation(
             max_depth=max_depth,
             max_fan_out=max_fan_out,
             max_concurrency=max_concurrency,
             child_limits=child_limits,
         )
-        self._specialists = {
+        self._blueprint.specialists = {
             name: AgentTool(
-                tool.worker, name=name, description=tool.description, delegation=self._delegation
+                tool.worker,
+                name=name,
+                description=tool.description,
+                delegation=self._blueprint.delegation,
             )
-            for name, tool in self._specialists.items()
+            for name, tool in self._blueprint.specialists.items()
         }
         return self._changed()
 
@@ -316,7 +305,7 @@ class AgentBuilder(AgentFacade):
             >>> from tidemill import agent
             >>> _ = agent().llm("fake").memory("window", size=10)
         """
-        self._memory = resolve_memory(spec, **config)
+        self._blueprint.memory = resolve_memory(spec, **config)
         return self._changed()
 
     def guardrails(self, spec: str | Guardrail | None = None, /, **config: Any) -> Self:
@@ -339,7 +328,7 @@ class AgentBuilder(AgentFacade):
             >>> bot.guardrails(pii=True, on_violation="redact").run("Contact?").output
             'Write to [EMAIL].'
         """
-        self._guardrail = resolve_guardrail(spec, **config)
+        self._blueprint.guardrail = resolve_guardrail(spec, **config)
         return self._changed()
 
     def observe(self, spec: str | Tracer | None = None, /, **config: Any) -> Self:
@@ -352,7 +341,7 @@ class AgentBuilder(AgentFacade):
             **config: Tracer options, such as `capture_content=True` to record
                 message text (off by default: prompts may hold secrets).
         """
-        self._tracer = resolve_tracer(spec, **config)
+        self._blueprint.tracer = resolve_tracer(spec, **config)
         return self._changed()
 
     def limits(
@@ -378,7 +367,7 @@ class AgentBuilder(AgentFacade):
             >>> from tidemill import agent
             >>> _ = agent().llm("fake").limits(requests=5, total_tokens=20_000)
         """
-        self._limits = UsageLimits(
+        self._blueprint.limits = UsageLimits(
             requests=requests,
             tool_calls=tool_calls,
             input_tokens=input_tokens,
@@ -425,7 +414,7 @@ class AgentBuilder(AgentFacade):
             >>> bot.output(Verdict).run("Approve?").output
             Verdict(approve=True, reason='ok')
         """
-        self._output = OutputSpec.of(output, retries=retries, strict=strict)
+        self._blueprint.output = OutputSpec.of(output, retries=retries, strict=strict)
         return self._changed()
 
     def graph(self, enabled: bool = True) -> Self:
@@ -439,7 +428,7 @@ class AgentBuilder(AgentFacade):
         supported by the graph runtime yet; building with them raises
         `ConfigurationError`.
         """
-        self._graph = enabled
+        self._blueprint.graph = enabled
         return self._changed()
 
     def native_graph(self) -> Any:
@@ -468,193 +457,9 @@ class AgentBuilder(AgentFacade):
                 combined with what the graph runtime does not support.
             MissingDependencyError: For `.graph()` without the `graph` extra.
         """
-        if self._runtime is not None:
-            return self._runtime
-        if self._model is None:
-            raise ConfigurationError(
-                "The agent has no model.",
-                hint="Choose one with .llm('provider:model'), or .llm('fake') offline.",
-            )
-        if self._checkpointer is None:
-            # Kept across rebuilds, so a pause survives a later configuration change.
-            self._checkpointer = MemoryCheckpointer()
-        if self._graph:
-            self._runtime = self._build_graph(self._model, self._checkpointer)
-            return self._runtime
-        self._runtime = AgentRuntime(
-            model=self._model,
-            tools=self._registry,
-            system_prompt=self._system,
-            name=self._name,
-            max_iterations=self._max_iterations,
-            tool_call_retries=self._tool_call_retries,
-            parallel_tools=self._parallel,
-            max_parallel=self._max_parallel,
-            require_approval=self._approval,
-            checkpointer=self._checkpointer,
-            limits=self._limits,
-            output=self._output,
-            memory=self._memory,
-            specialists=list(self._specialists.values()),
-            delegation=self._delegation,
-            guardrail=self._guardrail,
-            tracer=self._tracer,
-        )
+        if self._runtime is None:
+            self._runtime = self._blueprint.build()
         return self._runtime
-
-    def _build_graph(self, model: Model, checkpointer: Checkpointer) -> GraphRuntime:
-        unsupported = [
-            name
-            for name, used in (
-                ("output()", self._output is not None),
-                ("memory()", self._memory is not None),
-                ("guardrails()", self._guardrail is not None),
-                ("agent()", bool(self._specialists)),
-            )
-            if used
-        ]
-        if unsupported:
-            raise ConfigurationError(
-                "The graph runtime does not support " + ", ".join(unsupported) + " yet.",
-                hint="Drop them, or build the agent without .graph().",
-            )
-        from tidemill.agents.graph import GraphRuntime
-
-        return GraphRuntime(
-            model=model,
-            tools=self._registry,
-            system_prompt=self._system,
-            name=self._name,
-            max_iterations=self._max_iterations,
-            tool_call_retries=self._tool_call_retries,
-            parallel_tools=self._parallel,
-            max_parallel=self._max_parallel,
-            require_approval=self._approval,
-            checkpointer=checkpointer,
-            limits=self._limits,
-            tracer=self._tracer,
-        )
-
-    def _graph_runtime(self) -> GraphRuntime:
-        runtime = self.build()
-        if isinstance(runtime, AgentRuntime):
-            raise ConfigurationError(
-                "This agent runs the built-in loop, which has no graph.",
-                hint="Build it with .graph() to get a LangGraph StateGraph to edit.",
-            )
-        return runtime
-
-    def _loop_runtime(self) -> AgentRuntime:
-        runtime = self.build()
-        if not isinstance(runtime, AgentRuntime):
-            raise ConfigurationError(
-                "Specialists need the built-in loop; this agent was built with .graph()."
-            )
-        return runtime
-
-    # -- running (see AgentRuntime for the details) ---------------------------------
-
-    async def arun(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        deps: object = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Run the agent until it answers; see `AgentRuntime.arun`."""
-        return await self.build().arun(
-            prompt,
-            thread_id=thread_id,
-            max_iterations=max_iterations,
-            limits=limits,
-            deps=deps,
-            **settings,
-        )
-
-    def astream(
-        self,
-        prompt: Prompt,
-        *,
-        thread_id: str | None = None,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        deps: object = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AsyncIterator[StreamEvent]:
-        """Run the agent, yielding events; see `AgentRuntime.astream`."""
-        return self.build().astream(
-            prompt,
-            thread_id=thread_id,
-            max_iterations=max_iterations,
-            limits=limits,
-            deps=deps,
-            **settings,
-        )
-
-    async def aresume(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Decision] | None = None,
-        *,
-        approved: bool | None = None,
-        feedback: str = "",
-        edited_arguments: Mapping[str, dict[str, JsonValue]] | None = None,
-        retry_in_flight: bool = False,
-        max_iterations: int | None = None,
-        limits: UsageLimits | None = None,
-        deps: object = None,
-        **settings: Unpack[ModelSettings],
-    ) -> AgentResponse:
-        """Continue a paused or interrupted run; see `AgentRuntime.aresume`."""
-        return await self.build().aresume(
-            thread_id,
-            decisions,
-            approved=approved,
-            feedback=feedback,
-            edited_arguments=edited_arguments,
-            retry_in_flight=retry_in_flight,
-            max_iterations=max_iterations,
-            limits=limits,
-            deps=deps,
-            **settings,
-        )
-
-    async def abroadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
-        """Run every specialist on the same task; see `AgentRuntime.abroadcast`."""
-        return await self._loop_runtime().abroadcast(task, deps=deps)
-
-    def broadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
-        """Blocking `abroadcast`."""
-        return self._sync.run(self.abroadcast(task, deps=deps))
-
-    async def apipeline(
-        self, task: str, order: Sequence[str], *, deps: object = None
-    ) -> AgentResponse:
-        """Chain specialists; see `AgentRuntime.apipeline`."""
-        return await self._loop_runtime().apipeline(task, order, deps=deps)
-
-    def pipeline(self, task: str, order: Sequence[str], *, deps: object = None) -> AgentResponse:
-        """Blocking `apipeline`."""
-        return self._sync.run(self.apipeline(task, order, deps=deps))
-
-    async def astate(self, thread_id: str) -> ThreadState | None:
-        """Return the thread's state, folded from its journal, or None."""
-        return await self.build().astate(thread_id)
-
-    async def apending_approvals(self, thread_id: str) -> list[ToolCall]:
-        """Return the calls waiting for a decision on the thread."""
-        return await self.build().apending_approvals(thread_id)
-
-    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
-        """Return the thread's journal, oldest first: the audit trail."""
-        return await self.build().ahistory(thread_id, limit)
-
-    def describe(self) -> dict[str, JsonValue]:
-        """Return a JSON-safe description of the agent."""
-        return self.build().describe()
 
     async def aclose(self) -> None:
         """Close the components this builder created from strings.

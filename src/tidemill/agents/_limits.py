@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from tidemill.agents.journal import RunFailed
 from tidemill.errors import ConfigurationError, LimitExceeded
 from tidemill.llm import Model, ModelRequest
 from tidemill.types import ModelResponse, Usage
-
-if TYPE_CHECKING:
-    from tidemill.agents._loop import AgentLoop
-    from tidemill.agents._thread import ThreadWriter
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -180,21 +174,6 @@ class UsageLimits:
             model_max_tokens=_model_max_tokens(model),
             thinking_budget=_thinking_budget(model),
         )
-
-    async def prepare(
-        self, request: ModelRequest, writer: ThreadWriter, loop: AgentLoop
-    ) -> ModelRequest:
-        """`fit_model` for the agent loop: a refused call fails the run, journaled.
-
-        Raises:
-            LimitExceeded: As `fit` does, with the partial run as its `response`.
-        """
-        try:
-            return self.fit_model(request, writer.state.usage, loop.model)
-        except LimitExceeded as exc:
-            await writer.append(RunFailed(reason="limit", limit=exc.limit, message=exc.message))
-            exc.response = loop.response(writer)
-            raise
 
     def after_turn(
         self, used: Usage, request: ModelRequest, response: ModelResponse

@@ -185,7 +185,7 @@ class AgentLoop:
                 settings,
                 self._output_format,
             )
-            request = await limits.prepare(request, writer, self) if limits.tokens else request
+            request = await self._fit(request, writer, limits) if limits.tokens else request
             try:
                 with self.tracer.model_span(
                     self.model.model_name,
@@ -256,6 +256,21 @@ class AgentLoop:
             return response
         message = response.message.model_copy(update={"content": checked.text})
         return response.model_copy(update={"message": message})
+
+    async def _fit(
+        self, request: ModelRequest, writer: ThreadWriter, limits: UsageLimits
+    ) -> ModelRequest:
+        """The call made to fit the token limits (`UsageLimits.fit_model`), or the run fails.
+
+        Raises:
+            LimitExceeded: As `fit` does, journaled, with the partial run as its `response`.
+        """
+        try:
+            return limits.fit_model(request, writer.state.usage, self.model)
+        except LimitExceeded as exc:
+            await writer.append(RunFailed(reason="limit", limit=exc.limit, message=exc.message))
+            exc.response = self.response(writer)
+            raise
 
     async def _check_bounds(self, writer: ThreadWriter, bounds: RunBounds) -> None:
         """Fail the run before the next model call when a bound says so."""

@@ -4,6 +4,21 @@ r"""The engine: flows as durable runs, executed by workers sharing a store.
 `Worker` claims their jobs under renewed leases and executes them: scripts
 in a pool of pre-started processes, branches and loops as child runs.
 
+Who owns what, from the top down (a module imports only from those below
+it; an import-linter contract keeps it so):
+
+- `_facade` (`Engine`, `Run`) over `_engine` (`AsyncEngine`): the front.
+- `workers._worker` (`Worker`): claims a job, executes it, records the result.
+- `_execute`: one step by its kind; `_waits`: what a run waits for.
+- `_advance` (`Transition`): every change of runs and jobs, one transaction
+  each: `_record` (a job's result), `_decisions` (approvals), `_lifecycle`
+  (create, cancel, retry), on `_progress` (how a run moves on), `_context`
+  (what a step's expressions see) and `_scope` (the steps a run executes).
+- `ai`: the `ai_action` and `ai_agent` steps (see `tidemill.engine.ai`).
+- What the steps share: `_step_env` (`StepInfo`, `StepEnv`), `_metrics`,
+  `_outcome` (`Outcome`, `SpawnPlan`), `_journal` and `_memory` (what agent
+  steps keep in the store), `_models`, `_ids`, `workers._pool` (`ScriptPool`).
+
 Example:
     >>> import tempfile
     >>> from tidemill import Engine, Flow
@@ -17,10 +32,10 @@ Example:
 """
 
 from tidemill.engine._engine import AsyncEngine, RunInfo
-from tidemill.engine._execute import StepInfo, current_step
 from tidemill.engine._facade import Engine, Run
 from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, default_models
+from tidemill.engine._step_env import StepInfo, current_step
 from tidemill.engine._waits import WAIT_KINDS, Wait
 from tidemill.engine.workers._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.engine.workers._worker import Worker

@@ -8,129 +8,24 @@ in expressions or inputs become failed outcomes, never worker errors.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import importlib
-import inspect
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tidemill.engine._advance import Outcome, SpawnPlan
-from tidemill.engine._models import ModelResolver
+from tidemill.engine._outcome import Outcome, SpawnPlan
+from tidemill.engine._step_env import ApprovalPlan, StepEnv, StepInfo, call_in_process
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.workers._pool import ScriptCall, ScriptPool
 from tidemill.errors import ExpressionError, FlowInputError
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
-from tidemill.store import JobRow, RunRow, Store
 
-if TYPE_CHECKING:
-    from tidemill.engine._metrics import Metrics
-    from tidemill.engine.ai._journal import Journals
-
-__all__ = [
-    "ApprovalPlan",
-    "StepEnv",
-    "StepInfo",
-    "call_in_process",
-    "current_step",
-    "execute",
-    "stop_requested",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class StepInfo:
-    """The step being executed, as a script or a function sees it.
-
-    Attributes:
-        run_id: The run the step belongs to.
-        step_id: The step's id.
-        attempt: 1 for the first try, 2 for the first retry, ...
-        idempotency_key: Stable for the step across retries and worker
-            crashes: use it to make side effects exactly-once.
-    """
-
-    run_id: str
-    step_id: str
-    attempt: int
-    idempotency_key: str
-
-
-_CURRENT: contextvars.ContextVar[StepInfo | None] = contextvars.ContextVar(
-    "tidemill_step", default=None
-)
-
-
-def current_step() -> StepInfo | None:
-    """The step being executed in this context, or None outside a step.
-
-    In-process functions see it directly; a script running in the pool
-    reads the same facts from `TIDEMILL_RUN_ID`, `TIDEMILL_STEP_ID`,
-    `TIDEMILL_ATTEMPT` and `TIDEMILL_IDEMPOTENCY_KEY`, which this function
-    also falls back to.
-
-    Example:
-        >>> current_step() is None
-        True
-    """
-    info = _CURRENT.get()
-    if info is not None:
-        return info
-    import os
-
-    key = os.environ.get("TIDEMILL_IDEMPOTENCY_KEY")
-    if key is None:
-        return None
-    return StepInfo(
-        os.environ.get("TIDEMILL_RUN_ID", ""),
-        os.environ.get("TIDEMILL_STEP_ID", ""),
-        int(os.environ.get("TIDEMILL_ATTEMPT", "1")),
-        key,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalPlan:
-    """An approval step asks a person; the job waits until they decide."""
-
-    message: str
-    approvers: list[str]
-    timeout: float | None
-    on_timeout: str
+__all__ = ["execute", "stop_requested"]
 
 
 def _failed(error: BaseException, *, retryable: bool = True) -> Outcome:
     return Outcome(
         "failed", error={"type": type(error).__name__, "message": str(error)}, retryable=retryable
     )
-
-
-@dataclass(frozen=True, slots=True)
-class StepEnv:
-    """What executing a step may use besides its inputs.
-
-    Attributes:
-        job: The claimed job (its `attempt`, its `epoch`).
-        run: The job's run.
-        pool: The worker's script pool (started on first use).
-        models: Builds the model of an AI step.
-        store: The store, for steps that keep state of their own there (an
-            agent's journal).
-        journals: The worker's agent journal checkpointers, shared by its
-            steps; None opens one per agent step attempt.
-        metrics: Where AI steps count their model calls, tokens and tool
-            calls; None records nothing.
-    """
-
-    job: JobRow
-    run: RunRow
-    pool: Callable[[], ScriptPool]
-    models: ModelResolver
-    store: Store
-    journals: Journals | None = None
-    metrics: Metrics | None = None
 
 
 async def execute(
@@ -244,43 +139,6 @@ async def _script(
     error = dict(outcome.error or {"type": "Error", "message": "the script failed"})
     retryable = error.get("type") not in ("SyntaxError", "NoMain", "ImportError")
     return Outcome("failed", error=error, retryable=retryable, logs=logs)
-
-
-_FUNCTIONS: dict[str, Callable[..., Any]] = {}
-
-
-def _resolve(reference: str) -> Callable[..., Any]:
-    function = _FUNCTIONS.get(reference)
-    if function is None:
-        module_name, _, name = reference.partition(":")
-        function = getattr(importlib.import_module(module_name), name)
-        _FUNCTIONS[reference] = function
-    return function
-
-
-async def call_in_process(
-    reference: str, arguments: dict[str, Any], info: StepInfo, limit: float | None
-) -> Any:
-    """Call a `module:function` in this process (no isolation: it shares the worker).
-
-    The function sees `info` through `current_step()`. A coroutine function is
-    awaited; a plain one runs on the event loop when there is no `limit`
-    (the fastest way, for short functions), else in a thread.
-
-    Raises:
-        TimeoutError: It ran longer than `limit` seconds.
-        Exception: Whatever the function (or importing it) raised.
-    """
-    token = _CURRENT.set(info)
-    try:
-        function = _resolve(reference)
-        if inspect.iscoroutinefunction(function):
-            return await asyncio.wait_for(function(**arguments), limit)
-        if limit is None:
-            return function(**arguments)
-        return await asyncio.wait_for(asyncio.to_thread(function, **arguments), limit)
-    finally:
-        _CURRENT.reset(token)
 
 
 async def _in_process(

@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tidemill.engine._advance import Outcome
+from tidemill.engine._outcome import Outcome
 from tidemill.errors import ConfigurationError
 from tidemill.llm import KNOWN_PROVIDERS
 

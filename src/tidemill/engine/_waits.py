@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemill.engine._advance import load_definition, top_run_or_error
+from tidemill.engine._context import load_definition, top_run_or_error
 from tidemill.engine._scope import Definitions
 from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx
 

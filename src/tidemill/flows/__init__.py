@@ -14,24 +14,32 @@ from tidemill.flows._ai import (
     AgentLimits,
     AgentMemory,
     AgentQuestions,
-    AgentToolSpec,
     AIAction,
-    AIAgent,
     MCPTools,
     placeholders,
 )
 from tidemill.flows._approval import Approval
 from tidemill.flows._base import Expr, StepKind
+from tidemill.flows._concurrency import Concurrency
 from tidemill.flows._duration import parse_duration
 from tidemill.flows._expr import Expression, compile_expression, evaluate_condition
-from tidemill.flows._flow import Concurrency, Flow
+from tidemill.flows._flow import Flow, Step, StepSettings
 from tidemill.flows._identity import Identity
 from tidemill.flows._inputs import evaluate_inputs
+from tidemill.flows._nesting import (
+    AgentToolSpec,
+    AIAgent,
+    Body,
+    Branch,
+    Case,
+    ForEach,
+    Parallel,
+    SubFlow,
+)
 from tidemill.flows._problems import Problem
 from tidemill.flows._retry import Retry
 from tidemill.flows._scope import Placement, resolved_needs
 from tidemill.flows._script import ScriptStep
-from tidemill.flows._step import Body, Branch, Case, ForEach, Parallel, Step, StepSettings, SubFlow
 
 __all__ = [
     "AIAction",

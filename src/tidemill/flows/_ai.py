@@ -1,5 +1,6 @@
-"""`AIAction` and `AIAgent`: steps that call a model once, or run an agent.
+"""`AIAction`, a step that calls a model once, and the settings of `ai_agent` steps.
 
+`AIAgent` itself is in `_nesting`, since its tools may be flows or agents.
 Both name their model with the agent library's spec strings
 (`openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`, `fake`, ...). A key
 in a flow file is never written out: `api_key: env:NAME` reads the
@@ -9,7 +10,7 @@ environment variable `NAME` on the worker when the step runs.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
@@ -18,19 +19,14 @@ from pydantic import Field, field_validator, model_validator
 from tidemill.errors import ExpressionError
 from tidemill.flows._base import FlowModel, StepKind
 from tidemill.flows._duration import Duration
-from tidemill.flows._expr import Expression, compile_expression
-
-if TYPE_CHECKING:
-    from tidemill.flows._step import SubFlow
+from tidemill.flows._expr import compile_expression
 
 __all__ = [
     "AIAction",
-    "AIAgent",
     "AgentDelegation",
     "AgentLimits",
     "AgentMemory",
     "AgentQuestions",
-    "AgentToolSpec",
     "MCPTools",
     "Specialist",
     "SpecialistBudget",
@@ -173,74 +169,6 @@ class MCPTools(FlowModel):
         return self
 
 
-class AgentToolSpec(FlowModel):
-    """A tool of an `ai_agent` step: exactly one of `script`, `function`, `flow`, `agent`, `mcp`.
-
-    - `script` (inline Python) and `function` (`module:function`) run in the
-      worker's script pool; `main`'s parameters are the tool's arguments.
-    - `flow` runs a sub-flow as a child run per call: the sub-flow's
-      `inputs` schema is the tool's arguments, its result the tool's result.
-    - `agent` runs a nested agent as a child run per call: the model gives
-      it a `message`, its answer is the result.
-    - `mcp` gives the model the tools of an MCP server.
-
-    A child run's id is derived from (run, step, call), so a step that
-    resumes after a crash finds the child its call started instead of
-    starting another; while children run, the step waits without holding
-    a worker. The `inputs` bind arguments from the flow; the model fills
-    the rest.
-    """
-
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-    """The tool's name, as the model sees it (for `mcp`: the prefix of its tools' names)."""
-
-    description: str = ""
-    """What the tool does, for the model (default: `main`'s docstring, the flow's summary)."""
-
-    script: str | None = None
-    """Inline Python defining `main(...)`; its parameters (with type hints) are the arguments."""
-
-    function: str | None = None
-    """Or a `module:function` importable on the worker."""
-
-    flow: SubFlow | None = None
-    """Or a sub-flow (`flow: file.yaml`, read by `Flow.load`, or inline), run per call."""
-
-    agent: AIAgent | None = None
-    """Or a nested agent, run per call with the model's `message` as its user message."""
-
-    mcp: MCPTools | None = None
-    """Or an MCP server, whose tools the model may call."""
-
-    run: Literal["pool", "child", "in_process"] = "pool"
-    """Where a `script` or `function` tool's calls run: `pool`, the worker's script pool
-    (isolated; a call cut short by a crash runs again with the same idempotency key);
-    `child`, a child run per call like a `flow` tool's (any worker runs it, the agent
-    waits without holding a worker, and a re-dispatch finds it instead of running it
-    again; it costs a job's round trip per call); or `in_process` (`function` only), in
-    the worker itself: fastest, not isolated (a crash or a hang in it is the worker's;
-    a plain function runs on the worker's event loop, so keep it short or make it async);
-    it reads its idempotency key with `tidemill.engine.current_step()`."""
-
-    requires_approval: bool = False
-    """Ask a person before each call; the step waits (durably) until they decide."""
-
-    approvers: list[str] = Field(default_factory=list)
-    """Who may decide its calls (and confirm a call cut short by a crash); empty means anyone."""
-
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    """Arguments bound by the flow (static values), hidden from the model."""
-
-    idempotent: bool = True
-    """Whether a call may safely run twice with the same idempotency key.
-
-    A call cut short by a crash runs again with the same key. A tool that
-    cannot be safely run twice sets `idempotent: false`: the step then waits
-    for a person to confirm whether the call took effect (an approval of
-    kind `reconcile`) instead of running it again.
-    """
-
-
 class AgentLimits(FlowModel):
     """Execution bounds of an `ai_agent` step; crossing one fails the step, naming it."""
 
@@ -287,16 +215,6 @@ class AgentMemory(FlowModel):
 
     turns: int = Field(default=10, ge=1)
     """The most earlier exchanges (a user message and its answer) recalled."""
-
-
-_BOUNDS = (
-    "max_requests",
-    "max_tool_calls",
-    "max_input_tokens",
-    "max_output_tokens",
-    "max_total_tokens",
-)
-"""The bounds a specialist's budget shares with its parent's: what it spends counts there too."""
 
 
 class SpecialistBudget(FlowModel):
@@ -374,164 +292,3 @@ class AgentDelegation(FlowModel):
 
     max_concurrency: int = Field(default=2, ge=1)
     """Tasks of one delegating agent running at once."""
-
-
-def _bounds_of(source: AgentLimits | SpecialistBudget) -> dict[str, int]:
-    return {name: value for name in _BOUNDS if (value := getattr(source, name)) is not None}
-
-
-def _check_team(
-    where: str,
-    specialists: list[Specialist],
-    tools: dict[str, AgentToolSpec],
-    bounds: dict[str, int],
-) -> None:
-    """Raise ValueError for the first problem of `specialists` under a parent `where`."""
-    names = [specialist.name for specialist in specialists]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise ValueError(
-            f"specialist names of {where} must be unique; repeated: {', '.join(repeated)}"
-        )
-    for specialist in specialists:
-        label = f"specialist {specialist.name!r}"
-        for name in specialist.tools:
-            tool = tools.get(name)
-            if tool is None:
-                raise ValueError(f"{label} names the tool {name!r}, which {where} does not have")
-            if (tool.script is None and tool.function is None) or tool.run == "child":
-                raise ValueError(
-                    f"{label} names the tool {name!r}; specialists may use script and "
-                    "function tools that do not run as child runs"
-                )
-            if tool.requires_approval or not tool.idempotent:
-                raise ValueError(
-                    f"{label} names the tool {name!r}, which needs a person "
-                    "(requires_approval or idempotent: false); specialists run unattended"
-                )
-        own = _bounds_of(specialist.budget)
-        for name, limit in bounds.items():
-            if name not in own:
-                raise ValueError(f"{label} needs budget.{name}: {where} is bounded to {limit}")
-            if own[name] > limit:
-                raise ValueError(
-                    f"{label} has budget.{name} {own[name]}, more than the {limit} of {where}"
-                )
-        mine = {name: tools[name] for name in specialist.tools}
-        _check_team(label, specialist.specialists, mine, own)
-
-
-class AIAgent(_ModelSettings, StepKind):
-    """An agent as a durable step: the model calls tools until it answers.
-
-    The user message is the step's input `user_message`; with `memory`, the
-    input `memory_id` names the conversation to recall and extend. The agent's journal
-    is kept in the store, so another worker continues it after a crash
-    without asking the model again for turns it answered or re-running tools
-    that finished.
-
-    Example:
-        >>> agent = AIAgent(model="fake", tools=[{"name": "lookup", "script": "def main(q): ..."}])
-        >>> agent.max_iterations, agent.tools[0].requires_approval
-        (10, False)
-    """
-
-    system: str = ""
-    """The system prompt."""
-
-    max_iterations: int = Field(default=10, ge=1)
-    """The most model calls before the step fails (a bound, recorded as such)."""
-
-    tools: list[AgentToolSpec] = Field(default_factory=list)
-    """The tools the agent may call."""
-
-    output_schema: dict[str, Any] | None = None
-    """A JSON Schema the final answer must match; the result is then the parsed object."""
-
-    limits: AgentLimits = Field(default_factory=AgentLimits)
-    """Execution bounds besides `max_iterations`."""
-
-    approval_timeout: Duration | None = None
-    """How long a tool call waits for a decision before it is rejected; None waits forever."""
-
-    specialists: list[Specialist] = Field(default_factory=list)
-    """Agents it may delegate tasks to, with the tool `delegate`."""
-
-    delegation: AgentDelegation = Field(default_factory=AgentDelegation)
-    """Bounds on delegation: allowed tools, depth, fan-out, concurrency."""
-
-    memory: AgentMemory | None = None
-    """Conversation memory keyed by the step's input `memory_id`; None keeps none."""
-
-    questions: AgentQuestions | None = None
-    """Let the model ask a person with the tool `ask_person`; None gives it no such tool."""
-
-    _check_output = field_validator("output_schema")(_check_schema)
-    _check_system = field_validator("system")(_check_template)
-
-    def expressions(self) -> dict[str, Expression]:
-        """The `{expr: ...}` inputs its tools bind, evaluated over the step's values."""
-        found: dict[str, Expression] = {}
-        for index, tool in enumerate(self.tools):
-            for name, value in tool.inputs.items():
-                if isinstance(value, dict) and set(value) == {"expr"}:
-                    text = value["expr"]
-                    if isinstance(text, str):
-                        found[f"tools[{index}].inputs.{name}"] = compile_expression(text)
-        return found
-
-    @model_validator(mode="after")
-    def _check_specialists(self) -> AIAgent:
-        if not self.specialists:
-            return self
-        tools = {tool.name: tool for tool in self.tools}
-        if "delegate" in tools:
-            raise ValueError("a tool may not be named 'delegate' when the agent has specialists")
-        unknown = [name for name in self.delegation.allow if name not in tools]
-        if unknown:
-            raise ValueError(f"delegation.allow names unknown tools: {', '.join(unknown)}")
-        _check_team("the step's agent", self.specialists, tools, _bounds_of(self.limits))
-        return self
-
-    @field_validator("tools")
-    @classmethod
-    def _unique_tools(cls, tools: list[AgentToolSpec]) -> list[AgentToolSpec]:
-        names = [tool.name for tool in tools]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
-        for tool in tools:
-            if tool.name == "ask_person":
-                raise ValueError("the tool name 'ask_person' is reserved (see `questions`)")
-            _check_tool(tool)
-        return tools
-
-
-_TOOL_KINDS = ("script", "function", "flow", "agent", "mcp")
-
-
-def _check_tool(tool: AgentToolSpec) -> None:
-    """Raise ValueError unless a tool spec is one kind and asks only what that kind can do."""
-    kinds = [kind for kind in _TOOL_KINDS if getattr(tool, kind) is not None]
-    if len(kinds) != 1:
-        given = f"; it has {' and '.join(kinds)}" if kinds else ""
-        raise ValueError(f"tool {tool.name!r} needs exactly one of {', '.join(_TOOL_KINDS)}{given}")
-    kind = kinds[0]
-    if tool.run == "child" and kind not in ("script", "function"):
-        raise ValueError(f"tool {tool.name!r}: `run` applies to script and function tools")
-    if tool.run == "in_process" and kind != "function":
-        raise ValueError(f"tool {tool.name!r}: `run: in_process` applies to function tools")
-    if (kind in ("flow", "agent") or tool.run == "child") and not tool.idempotent:
-        raise ValueError(
-            f"tool {tool.name!r}: a {kind} tool runs as a child run whose id is derived from "
-            "its call, so it never runs twice; `idempotent: false` does not apply"
-        )
-    if kind == "agent":
-        odd = [name for name in tool.inputs if not name.isidentifier() or name == "message"]
-        if odd:
-            raise ValueError(
-                f"tool {tool.name!r}: an agent tool binds step inputs of its agent by name "
-                f"(such as memory_id); not {', '.join(map(repr, odd))}"
-            )
-    if kind == "mcp" and tool.inputs:
-        raise ValueError(f"tool {tool.name!r}: an mcp tool takes no inputs (bind them in env)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -18,9 +18,7 @@ from pydantic import (
 
 from tidemill.errors import ExpressionError
 from tidemill.flows._expr import Expression, compile_expression
-
-if TYPE_CHECKING:
-    from tidemill.flows._step import Step
+from tidemill.flows._node import StepNode
 
 __all__ = [
     "Expr",
@@ -166,7 +164,7 @@ class StepKind(FlowModel):
     its own overrides `expressions`.
     """
 
-    def bodies(self) -> tuple[tuple[str, Sequence[Step]], ...]:
+    def bodies(self) -> tuple[tuple[str, Sequence[StepNode]], ...]:
         """The lists of nested steps, each with its field path inside the kind."""
         return ()
 

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from tidemill.flows._expr import Expression, compile_expression
+from tidemill.flows._expr import Expression
+from tidemill.flows._node import StepNode
 from tidemill.flows._problems import Problem
 from tidemill.flows._scope import Placement, index_steps, resolved_needs
-from tidemill.flows._step import Step
-
-if TYPE_CHECKING:
-    from tidemill.flows._flow import Flow
 
 __all__ = ["STEP_NAMES", "check_flow"]
 
@@ -29,7 +25,7 @@ def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _bodies(steps: Sequence[Step]) -> Iterator[Sequence[Step]]:
+def _bodies(steps: Sequence[StepNode]) -> Iterator[Sequence[StepNode]]:
     """Yield `steps` and every nested list of steps."""
     yield steps
     for step in steps:
@@ -37,7 +33,7 @@ def _bodies(steps: Sequence[Step]) -> Iterator[Sequence[Step]]:
             yield from _bodies(body)
 
 
-def _check_duplicates(duplicates: Sequence[Placement]) -> list[Problem]:
+def _check_duplicates(duplicates: Sequence[Placement[StepNode]]) -> list[Problem]:
     return [
         Problem(
             place.step.id,
@@ -49,7 +45,9 @@ def _check_duplicates(duplicates: Sequence[Placement]) -> list[Problem]:
     ]
 
 
-def _check_needs(body: Sequence[Step], index: Mapping[str, Placement]) -> list[Problem]:
+def _check_needs(
+    body: Sequence[StepNode], index: Mapping[str, Placement[StepNode]]
+) -> list[Problem]:
     problems: list[Problem] = []
     siblings = [step.id for step in body]
     for step in body:
@@ -106,7 +104,7 @@ def _find_cycles(graph: Mapping[str, Sequence[str]], order: Sequence[str]) -> li
     return cycles
 
 
-def _check_cycles(body: Sequence[Step]) -> list[Problem]:
+def _check_cycles(body: Sequence[StepNode]) -> list[Problem]:
     siblings = [step.id for step in body]
     needs = resolved_needs(body)
     # A step runs after what it needs: edges go from a step to each of its needs.
@@ -120,7 +118,7 @@ def _check_cycles(body: Sequence[Step]) -> list[Problem]:
 class _Reach:
     """Which steps are sure to have finished before another one runs."""
 
-    def __init__(self, index: Mapping[str, Placement]) -> None:
+    def __init__(self, index: Mapping[str, Placement[StepNode]]) -> None:
         self._index = index
         self._known: dict[tuple[str, str], bool] = {}
 
@@ -142,7 +140,7 @@ class _Reach:
             self._known[key] = found
         return found
 
-    def unreadable(self, reader: Placement, target_id: str) -> str | None:
+    def unreadable(self, reader: Placement[StepNode], target_id: str) -> str | None:
         """Say why `reader` may not read `results.<target_id>`, or None when it may."""
         target = self._index[target_id]
         chain_r = (*reader.ancestors, reader.step.id)
@@ -194,7 +192,7 @@ def _check_names(
 
 
 def _check_step_expressions(
-    place: Placement, index: Mapping[str, Placement], reach: _Reach
+    place: Placement[StepNode], index: Mapping[str, Placement[StepNode]], reach: _Reach
 ) -> list[Problem]:
     problems: list[Problem] = []
     step = place.step
@@ -220,12 +218,15 @@ def _check_step_expressions(
     return problems
 
 
-def _check_flow_expressions(flow: Flow, index: Mapping[str, Placement]) -> list[Problem]:
+def _check_flow_expressions(
+    result: Expression | None,
+    concurrency_key: Expression | None,
+    index: Mapping[str, Placement[StepNode]],
+) -> list[Problem]:
     problems: list[Problem] = []
-    if flow.result is not None:
-        expression = flow.result.compiled
-        problems.extend(_check_names(None, "result", expression, {"flow_input", "results"}))
-        for target in sorted(expression.results_used or ()):
+    if result is not None:
+        problems.extend(_check_names(None, "result", result, {"flow_input", "results"}))
+        for target in sorted(result.results_used or ()):
             place = index.get(target)
             if place is None:
                 hint = _did_you_mean(target, index)
@@ -240,14 +241,21 @@ def _check_flow_expressions(flow: Flow, index: Mapping[str, Placement]) -> list[
                     )
                     problems.append(Problem(None, "result", message))
                     break
-    if flow.concurrency is not None and flow.concurrency.key is not None:
-        key = compile_expression(flow.concurrency.key)
-        problems.extend(_check_names(None, "concurrency.key", key, {"flow_input"}))
+    if concurrency_key is not None:
+        problems.extend(_check_names(None, "concurrency.key", concurrency_key, {"flow_input"}))
     return problems
 
 
-def check_flow(flow: Flow) -> list[Problem]:
-    """Return every problem between the steps of `flow` (empty when there is none).
+def check_flow(
+    steps: Sequence[StepNode],
+    *,
+    result: Expression | None = None,
+    concurrency_key: Expression | None = None,
+) -> list[Problem]:
+    """Return every problem between the steps of a flow (empty when there is none).
+
+    `steps` are the flow's steps, `result` and `concurrency_key` its compiled
+    `result` and `concurrency.key`.
 
     Checks: ids are unique in the whole flow; `needs` name steps of the same
     list and form no cycle; expressions use only the names available where
@@ -255,13 +263,13 @@ def check_flow(flow: Flow) -> list[Problem]:
     read `results.<id>` only of steps sure to have finished before them. A
     sub-flow is checked on its own, as the flow it is.
     """
-    index, duplicates = index_steps(flow.steps)
+    index, duplicates = index_steps(steps)
     problems = _check_duplicates(duplicates)
-    for body in _bodies(flow.steps):
+    for body in _bodies(steps):
         problems.extend(_check_needs(body, index))
         problems.extend(_check_cycles(body))
     reach = _Reach(index)
     for place in index.values():
         problems.extend(_check_step_expressions(place, index, reach))
-    problems.extend(_check_flow_expressions(flow, index))
+    problems.extend(_check_flow_expressions(result, concurrency_key, index))
     return problems

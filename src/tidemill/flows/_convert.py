@@ -1,4 +1,8 @@
-"""Turn pydantic's validation errors into `Problem`s that name the step and field."""
+"""Turn pydantic's validation errors into `Problem`s that name the step and field.
+
+The flow and step models are arguments (`Flow` and `Step`, which call this
+module), so the walk from an error's location down the models needs neither.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,8 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from tidemill.flows._flow import FLOW_ERROR, Flow
-from tidemill.flows._problems import PROBLEM_ERROR, Problem
-from tidemill.flows._step import Step
+from tidemill.flows._node import KINDS
+from tidemill.flows._problems import FLOW_ERROR, PROBLEM_ERROR, Problem
 
 __all__ = ["problems_from_error"]
 
@@ -54,12 +57,19 @@ def _path_text(parts: Sequence[str | int]) -> str:
 class _Where:
     """What a pydantic `loc` points at: the innermost step, the field inside it, the model."""
 
-    def __init__(self, loc: Sequence[str | int], data: Any) -> None:
+    def __init__(
+        self,
+        loc: Sequence[str | int],
+        data: Any,
+        flow_model: type[BaseModel],
+        step_model: type[BaseModel],
+    ) -> None:
+        self.step_model = step_model
         self.step: str | None = None
         self.parts: list[str | int] = []  # the field path since the innermost step (or flow)
         self.prefix = ""  # set when the location is inside a sub-flow
         self.model: type[BaseModel] | None = None  # the model holding the last part
-        shape: Any = Flow
+        shape: Any = flow_model
         node = data
         for part in loc:
             self.model = _model(shape)
@@ -72,9 +82,9 @@ class _Where:
             holder = node
             node = node.get(part) if isinstance(node, dict) else _item(node, part)
             self.parts.append(part)
-            if shape is Step:
+            if shape is step_model:
                 self._enter_step(node)
-            elif shape is Flow:
+            elif shape is flow_model:
                 self._enter_sub_flow(holder)
 
     def _enter_step(self, node: Any) -> None:
@@ -110,8 +120,8 @@ def _unknown_field(where: _Where, name: str) -> str:
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     if close:
         return f"{message}; did you mean {close[0]!r}?"
-    if where.model is Step:
-        return f"{message}; a step's kind is one of: {', '.join(Step.KINDS)}"
+    if where.model is where.step_model:
+        return f"{message}; a step's kind is one of: {', '.join(KINDS)}"
     if candidates:
         return f"{message}; the fields here are: {', '.join(candidates)}"
     return message
@@ -131,8 +141,10 @@ def _message(error: ErrorDetails, where: _Where) -> str:
     return message.removeprefix("Value error, ")
 
 
-def _convert(error: ErrorDetails, data: Any) -> list[Problem]:
-    where = _Where(error["loc"], data)
+def _convert(
+    error: ErrorDetails, data: Any, flow_model: type[BaseModel], step_model: type[BaseModel]
+) -> list[Problem]:
+    where = _Where(error["loc"], data, flow_model, step_model)
     context = error.get("ctx") or {}
     if error["type"] == FLOW_ERROR:
         return [
@@ -147,15 +159,23 @@ def _convert(error: ErrorDetails, data: Any) -> list[Problem]:
     return [Problem(where.step, field or "flow", where.prefix + _message(error, where))]
 
 
-def problems_from_error(error: ValidationError, data: Any) -> list[Problem]:
-    """Return the problems in a `ValidationError` raised while validating `data` as a `Flow`.
+def problems_from_error(
+    error: ValidationError,
+    data: Any,
+    *,
+    flow_model: type[BaseModel],
+    step_model: type[BaseModel],
+) -> list[Problem]:
+    """Return the problems in a `ValidationError` raised while validating `data` as a flow.
 
     Each problem names the innermost step at the error's location (by id; by
     its path, as `steps[2]`, when it has none) and the field inside it.
+    `flow_model` is the model `data` was validated as (`Flow`), `step_model`
+    the model of its steps (`Step`).
     """
     problems: list[Problem] = []
     for details in error.errors(include_url=False):
-        for problem in _convert(details, data):
+        for problem in _convert(details, data, flow_model, step_model):
             if problem not in problems:
                 problems.append(problem)
     return problems

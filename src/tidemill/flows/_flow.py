@@ -1,4 +1,10 @@
-"""`Flow`: a flow definition, loaded from YAML or JSON or built in Python."""
+"""`Flow` and `Step`: a flow definition (from YAML, JSON or Python) and its steps.
+
+A step's kind may hold more steps or a whole flow (the kinds in `_nesting`),
+so this module and `_nesting` import each other. What the models call
+(walking, checking, reading files, the JSON Schema) sits below both and
+knows a step only as a `StepNode`.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,10 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators as jsonschema_validators
@@ -17,37 +24,215 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tidemill.errors import FlowInputError
-from tidemill.flows._ai import AgentToolSpec, AIAgent
-from tidemill.flows._base import Expr, ExpressionText, FlowModel
+from tidemill.flows._ai import AIAction
+from tidemill.flows._approval import Approval
+from tidemill.flows._base import Expr, ExpressionText, FlowModel, InputValue
 from tidemill.flows._check import check_flow
+from tidemill.flows._concurrency import Concurrency
+from tidemill.flows._duration import Duration
 from tidemill.flows._expr import Expression, compile_expression
+from tidemill.flows._identity import Identity
+from tidemill.flows._load import flow_from_data, load_flow, parse_flow
+from tidemill.flows._nesting import (
+    AgentToolSpec,
+    AIAgent,
+    Body,
+    Branch,
+    Case,
+    ForEach,
+    Parallel,
+    SubFlow,
+)
+from tidemill.flows._node import ID_PATTERN, KINDS
+from tidemill.flows._problems import FLOW_ERROR, problem_error
+from tidemill.flows._retry import Retry
+from tidemill.flows._schema import flow_json_schema
 from tidemill.flows._scope import Placement, index_steps, iter_steps
-from tidemill.flows._step import Body, Branch, Case, ForEach, Parallel, Step, SubFlow
+from tidemill.flows._script import ScriptStep
 
-__all__ = ["FLOW_ERROR", "Concurrency", "Flow"]
+__all__ = ["Flow", "Step", "StepSettings"]
 
-FLOW_ERROR = "tidemill_flow"
-"""The pydantic error type carrying the problems found between a flow's steps."""
+_ID = re.compile(ID_PATTERN)
 
 
-class Concurrency(FlowModel):
-    """How many runs of the flow may be active at once.
+StepSettings = (
+    ScriptStep | SubFlow | Branch | Parallel | ForEach | Approval | Identity | AIAction | AIAgent
+)
+"""The model behind a step's kind key."""
+
+
+class Step(FlowModel):
+    r"""One step of a flow: an id, one kind key, and what applies to every kind.
 
     Example:
-        >>> Concurrency(limit=2, key="flow_input.customer").key_expression
-        Expression('flow_input.customer')
+        >>> step = Step.model_validate(
+        ...     {"id": "double", "script": "def main(x):\n    return 2 * x\n",
+        ...      "inputs": {"x": {"expr": "flow_input.n"}}, "timeout": "30s"}
+        ... )
+        >>> step.kind, step.timeout, list(step.expressions_by_field())
+        ('script', 30.0, ['inputs.x'])
     """
 
-    limit: int = Field(ge=1)
-    """The most runs active at the same time (per key, when `key` is set)."""
+    KINDS: ClassVar[tuple[str, ...]] = KINDS
+    """The kind keys; a step sets exactly one. A new kind is a new field listed in `_node.KINDS`."""
 
-    key: ExpressionText | None = None
-    """An expression over `flow_input`; runs with different keys do not limit each other."""
+    id: str
+    """Unique in the whole flow: letters, digits, `_` and `-`, not starting with a digit."""
+
+    summary: str = ""
+    """What the step does, for people."""
+
+    inputs: dict[str, InputValue] = Field(default_factory=dict)
+    """Named inputs: static JSON values, or `{expr: ...}` evaluated when the step runs."""
+
+    needs: list[str] | None = None
+    """Steps of the same list that must finish first; by default the step just before."""
+
+    retry: Retry | None = None
+    """Retries when the step fails."""
+
+    timeout: Duration | None = None
+    """The longest one try may take (seconds, or `500ms`, `30s`, `5m`, `2h`, `3d`)."""
+
+    skip_if: ExpressionText | None = None
+    """Skip the step (its result is null) when this expression is true."""
+
+    stop_after_if: ExpressionText | None = None
+    """After the step, stop the run successfully when this is true; `result` is its result."""
+
+    script: ScriptStep | None = None
+    """Run Python."""
+
+    flow: SubFlow | None = None
+    """Run another flow."""
+
+    branch: Branch | None = None
+    """Run the steps of the first matching case."""
+
+    parallel: Parallel | None = None
+    """Run branches at the same time."""
+
+    for_each: ForEach | None = None
+    """Run steps once per item of a list."""
+
+    approval: Approval | None = None
+    """Wait for a person's decision."""
+
+    identity: Identity | None = None
+    """Pass data through: the inputs, or the previous result."""
+
+    ai_action: AIAction | None = None
+    """Call a model once; validate its answer against an output schema."""
+
+    ai_agent: AIAgent | None = None
+    """Run an agent durably: model calls and tool calls, journaled in the store."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _identity_shorthand(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "identity" not in data:
+            return data
+        value = data["identity"]
+        others = any(data.get(kind) is not None for kind in cls.KINDS if kind != "identity")
+        if value is True or (value is None and not others):
+            return {**data, "identity": {}}
+        return data
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError(
+                f"{value!r} is not a valid id: use letters, digits, '_' and '-', "
+                "not starting with a digit or '-'"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Step:
+        kinds = [kind for kind in self.KINDS if getattr(self, kind) is not None]
+        if not kinds:
+            raise problem_error("kind", "the step has no kind; set one of " + ", ".join(self.KINDS))
+        if len(kinds) > 1:
+            raise problem_error(
+                "kind", f"the step has {len(kinds)} kinds ({', '.join(kinds)}); set exactly one"
+            )
+        return self
 
     @property
-    def key_expression(self) -> Expression | None:
-        """`key`, compiled."""
-        return None if self.key is None else compile_expression(self.key)
+    def kind(self) -> str:
+        """The kind key that is set (`script`, `flow`, `branch`, ...)."""
+        return next(kind for kind in self.KINDS if getattr(self, kind) is not None)
+
+    @property
+    def settings(self) -> StepSettings:
+        """The model of the step's kind (`self.script` for a script step, ...)."""
+        settings: StepSettings = getattr(self, self.kind)
+        return settings
+
+    def bodies(self) -> tuple[tuple[str, Sequence[Step]], ...]:
+        """The lists of nested steps, each with its field path (`for_each.steps`).
+
+        A sub-flow's steps are not included: a sub-flow is a flow of its own.
+        """
+        kind = self.kind
+        settings = self.settings
+        # Only these kinds hold steps, and narrowing types them as `Step`: the base
+        # `StepKind.bodies` sits below `Step` and knows them only as `StepNode`.
+        if not isinstance(settings, Branch | Parallel | ForEach):
+            return ()
+        return tuple((f"{kind}.{path}", steps) for path, steps in settings.bodies())
+
+    @functools.cached_property
+    def _expressions(self) -> dict[str, Expression]:
+        found: dict[str, Expression] = {}
+        for name, value in self.inputs.items():
+            if isinstance(value, Expr):
+                found[f"inputs.{name}"] = value.compiled
+        if self.skip_if is not None:
+            found["skip_if"] = compile_expression(self.skip_if)
+        if self.stop_after_if is not None:
+            found["stop_after_if"] = compile_expression(self.stop_after_if)
+        kind = self.kind
+        for path, expression in self.settings.expressions().items():
+            found[f"{kind}.{path}"] = expression
+        return found
+
+    def expressions(self) -> tuple[Expression, ...]:
+        """Every expression of the step itself (not of its nested steps), compiled once."""
+        return tuple(self._expressions.values())
+
+    def expressions_by_field(self) -> Mapping[str, Expression]:
+        """Every expression of the step itself, keyed by field path.
+
+        Keys are `inputs.<name>`, `skip_if`, `stop_after_if`, `for_each.items`
+        and `branch.branches[<i>].when`.
+        """
+        return self._expressions
+
+    @property
+    def skip_condition(self) -> Expression | None:
+        """`skip_if`, compiled."""
+        return self._expressions.get("skip_if")
+
+    @property
+    def stop_condition(self) -> Expression | None:
+        """`stop_after_if`, compiled; evaluate it with `result` set to the step's result."""
+        return self._expressions.get("stop_after_if")
+
+    @functools.cached_property
+    def _results_used(self) -> frozenset[str] | None:
+        used: set[str] = set()
+        for expression in self._expressions.values():
+            if expression.results_used is None:
+                return None
+            used |= expression.results_used
+        return frozenset(used)
+
+    @property
+    def results_used(self) -> frozenset[str] | None:
+        """The step ids whose results the step's own expressions read; None when unknowable."""
+        return self._results_used
 
 
 def _check_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +297,10 @@ class Flow(FlowModel):
 
     @model_validator(mode="after")
     def _check_steps(self) -> Flow:
-        problems = check_flow(self)
+        concurrency_key = None if self.concurrency is None else self.concurrency.key_expression
+        problems = check_flow(
+            self.steps, result=self.result_expression, concurrency_key=concurrency_key
+        )
         if problems:
             raise PydanticCustomError(
                 FLOW_ERROR,
@@ -138,9 +326,7 @@ class Flow(FlowModel):
             FlowValidationError: When the file is missing or unreadable, or the
                 flow (or an included file) is not valid.
         """
-        from tidemill.flows._load import load_flow
-
-        return load_flow(path)
+        return load_flow(path, flow_model=Flow, step_model=Step)
 
     @classmethod
     def parse(
@@ -163,9 +349,14 @@ class Flow(FlowModel):
         Raises:
             FlowValidationError: When the text cannot be parsed or the flow is not valid.
         """
-        from tidemill.flows._load import parse_flow
-
-        return parse_flow(text, format=format, base_dir=base_dir, source=source)
+        return parse_flow(
+            text,
+            flow_model=Flow,
+            step_model=Step,
+            format=format,
+            base_dir=base_dir,
+            source=source,
+        )
 
     @classmethod
     def from_dict(
@@ -183,9 +374,9 @@ class Flow(FlowModel):
         Raises:
             FlowValidationError: Listing every problem found.
         """
-        from tidemill.flows._load import flow_from_data
-
-        return flow_from_data(data, base_dir=base_dir, source=source)
+        return flow_from_data(
+            data, flow_model=Flow, step_model=Step, base_dir=base_dir, source=source
+        )
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -194,14 +385,12 @@ class Flow(FlowModel):
         It accepts the shorthands (`script: "code"`, `flow: file.yaml`,
         `identity:`, durations as strings); `schemas/flow.schema.json` holds a copy.
         """
-        from tidemill.flows._schema import flow_json_schema
-
-        return flow_json_schema()
+        return flow_json_schema(Flow)
 
     # -- Steps --------------------------------------------------------------------------
 
     @functools.cached_property
-    def _placements(self) -> dict[str, Placement]:
+    def _placements(self) -> dict[str, Placement[Step]]:
         return index_steps(self.steps)[0]
 
     def walk(self) -> Iterator[Step]:
@@ -211,7 +400,7 @@ class Flow(FlowModel):
         """
         return iter_steps(self.steps)
 
-    def placement(self, step_id: str) -> Placement:
+    def placement(self, step_id: str) -> Placement[Step]:
         """Return where a step sits: its parent, list, resolved needs and ancestors.
 
         Raises:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidemill.flows._base import Expr
-from tidemill.flows._step import Step
+from tidemill.flows._flow import Step
 
 __all__ = ["evaluate_inputs"]
 

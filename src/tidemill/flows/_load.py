@@ -3,6 +3,8 @@
 Before a flow is validated, every script `path` is read into `code` and every
 sub-flow file is read (recursively) into `flow`, relative to the file that
 names it. The loaded flow is then self-contained: its JSON form needs no files.
+The flow and step models are arguments (`Flow` and `Step`, which call this
+module).
 """
 
 from __future__ import annotations
@@ -11,16 +13,15 @@ import copy
 import json
 from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tidemill.errors import FlowValidationError
 from tidemill.flows._convert import problems_from_error
-from tidemill.flows._flow import Flow
+from tidemill.flows._node import KINDS
 from tidemill.flows._problems import Problem
-from tidemill.flows._step import Step
 
 __all__ = [
     "DocumentError",
@@ -30,6 +31,8 @@ __all__ = [
     "parse_flow",
     "read_document",
 ]
+
+F = TypeVar("F", bound=BaseModel)
 
 _SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 
@@ -160,7 +163,7 @@ class _Inliner:
                 elif isinstance(sub.get("flow"), dict):
                     inner = f"{prefix}in the sub-flow of step {step_id!r}: "
                     self.flow(sub["flow"], base, chain, inner)
-            for key in Step.KINDS:
+            for key in KINDS:
                 kind = step.get(key)
                 if key != "flow" and isinstance(kind, dict):
                     for body in _step_lists(kind):
@@ -246,15 +249,19 @@ class _Inliner:
 def flow_from_data(
     data: Any,
     *,
+    flow_model: type[F],
+    step_model: type[BaseModel],
     base_dir: str | Path | None = None,
     source: str | None = None,
     name: str | None = None,
     chain: tuple[tuple[Path, str], ...] = (),
-) -> Flow:
+) -> F:
     """Inline the files `data` names, validate it, and return the flow.
 
     Args:
         data: The flow as plain data; it is not changed.
+        flow_model: The model to validate it as (`Flow`).
+        step_model: The model of its steps (`Step`), to name them in problems.
         base_dir: Where relative paths are read from; the current directory by default.
         source: Where the data came from, for error messages.
         name: The flow's name when `data` has none.
@@ -277,9 +284,10 @@ def flow_from_data(
     inliner.flow(prepared, Path(base_dir) if base_dir else Path.cwd(), chain, "")
     problems = list(inliner.problems)
     try:
-        flow = Flow.model_validate(prepared)
+        flow = flow_model.model_validate(prepared)
     except ValidationError as exc:
-        problems.extend(p for p in problems_from_error(exc, prepared) if p not in problems)
+        found = problems_from_error(exc, prepared, flow_model=flow_model, step_model=step_model)
+        problems.extend(p for p in found if p not in problems)
     if problems:
         raise FlowValidationError(problems, source=source)
     return flow
@@ -288,19 +296,23 @@ def flow_from_data(
 def parse_flow(
     text: str,
     *,
+    flow_model: type[F],
+    step_model: type[BaseModel],
     format: Literal["yaml", "json"] = "yaml",
     base_dir: str | Path | None = None,
     source: str | None = None,
-) -> Flow:
+) -> F:
     """Parse YAML or JSON text into a flow (see `Flow.parse`)."""
     try:
         data = parse_document(text, format)
     except DocumentError as exc:
         raise FlowValidationError([Problem(None, exc.field, exc.message)], source=source) from None
-    return flow_from_data(data, base_dir=base_dir, source=source)
+    return flow_from_data(
+        data, flow_model=flow_model, step_model=step_model, base_dir=base_dir, source=source
+    )
 
 
-def load_flow(path: str | Path) -> Flow:
+def load_flow(path: str | Path, *, flow_model: type[F], step_model: type[BaseModel]) -> F:
     """Load a flow file (see `Flow.load`)."""
     file = Path(path)
     try:
@@ -311,6 +323,8 @@ def load_flow(path: str | Path) -> Flow:
         ) from None
     return flow_from_data(
         data,
+        flow_model=flow_model,
+        step_model=step_model,
         base_dir=file.parent,
         source=str(path),
         name=file.stem,

@@ -6,10 +6,13 @@ from dataclasses import dataclass
 
 from pydantic_core import PydanticCustomError
 
-__all__ = ["PROBLEM_ERROR", "Problem", "problem_error"]
+__all__ = ["FLOW_ERROR", "PROBLEM_ERROR", "Problem", "problem_error"]
 
 PROBLEM_ERROR = "tidemill_problem"
 """The pydantic error type of a problem raised inside a model validator."""
+
+FLOW_ERROR = "tidemill_flow"
+"""The pydantic error type carrying the problems found between a flow's steps."""
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tidemill.flows._flow import Flow
-from tidemill.flows._step import ID_PATTERN
+from pydantic import BaseModel
+
+from tidemill.flows._node import ID_PATTERN
 
 __all__ = ["SCHEMA_DIALECT", "SCHEMA_TITLE", "flow_json_schema"]
 
@@ -35,19 +36,20 @@ def _first_paragraphs(schema: Any) -> None:
             _first_paragraphs(value)
 
 
-def flow_json_schema() -> dict[str, Any]:
-    """Return the JSON Schema of flow files (`Flow.json_schema`).
+def flow_json_schema(flow_model: type[BaseModel]) -> dict[str, Any]:
+    """Return the JSON Schema of flow files (`Flow.json_schema`), given the `Flow` model.
 
     It is pydantic's schema of `Flow` with the shorthands added: `script:
     "code"`, `flow: file.yaml`, `identity: true` (and `identity:`, which
     is null), and durations as strings.
 
     Example:
-        >>> schema = flow_json_schema()
+        >>> from tidemill.flows import Flow
+        >>> schema = flow_json_schema(Flow)
         >>> schema["title"], schema["$defs"]["Step"]["properties"]["id"]["pattern"]
         ('Tidemill flow', '^[A-Za-z_][A-Za-z0-9_-]*$')
     """
-    schema = Flow.model_json_schema()
+    schema = flow_model.model_json_schema()
     _first_paragraphs(schema)
     step = schema["$defs"]["Step"]["properties"]
     for kind, shorthand in _SHORTHANDS.items():

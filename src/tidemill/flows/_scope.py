@@ -1,22 +1,30 @@
-"""Scopes: each list of steps, the default `needs`, and where every step sits."""
+"""Scopes: each list of steps, the default `needs`, and where every step sits.
+
+The functions take any `StepNode` (in practice `Step`) and give back the
+same type, so `Flow` calls them and they need not import it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from tidemill.flows._step import Step
+from tidemill.flows._node import StepNode
 
 __all__ = ["Placement", "index_steps", "iter_steps", "resolved_needs"]
 
+S = TypeVar("S", bound=StepNode)
 
-def resolved_needs(steps: Sequence[Step]) -> dict[str, tuple[str, ...]]:
+
+def resolved_needs(steps: Sequence[StepNode]) -> dict[str, tuple[str, ...]]:
     """Return each step's dependencies within one list of steps.
 
     A step without `needs` depends on the step just before it in the list
     (the first step on nothing); `needs: []` depends on nothing.
 
     Example:
+        >>> from tidemill.flows import Step
         >>> steps = [
         ...     Step(id="a", identity={}),
         ...     Step(id="b", identity={}),
@@ -38,7 +46,7 @@ def resolved_needs(steps: Sequence[Step]) -> dict[str, tuple[str, ...]]:
 
 
 @dataclass(frozen=True)
-class Placement:
+class Placement(Generic[S]):
     """Where a step sits in its flow.
 
     Attributes:
@@ -53,7 +61,7 @@ class Placement:
         in_for_each: Whether it runs inside a `for_each` body (so `iter` is set).
     """
 
-    step: Step
+    step: S
     parent: str | None
     body: str
     siblings: tuple[str, ...]
@@ -62,7 +70,7 @@ class Placement:
     in_for_each: bool
 
 
-def iter_steps(steps: Sequence[Step]) -> Iterator[Step]:
+def iter_steps(steps: Sequence[S]) -> Iterator[S]:
     """Yield every step of `steps` and of their bodies, depth first, in document order."""
     for step in steps:
         yield step
@@ -70,17 +78,17 @@ def iter_steps(steps: Sequence[Step]) -> Iterator[Step]:
             yield from iter_steps(body)
 
 
-def index_steps(steps: Sequence[Step]) -> tuple[dict[str, Placement], list[Placement]]:
+def index_steps(steps: Sequence[S]) -> tuple[dict[str, Placement[S]], list[Placement[S]]]:
     """Place every step of a flow; return the places by id and the duplicates.
 
     The first step with an id wins; later steps with the same id are returned
     as duplicates.
     """
-    index: dict[str, Placement] = {}
-    duplicates: list[Placement] = []
+    index: dict[str, Placement[S]] = {}
+    duplicates: list[Placement[S]] = []
 
     def visit(
-        body: Sequence[Step],
+        body: Sequence[S],
         parent: str | None,
         path: str,
         ancestors: tuple[str, ...],

@@ -28,15 +28,26 @@ limited or down (`resolve_model([...])` builds one). Every HTTP adapter
 prices its answers (`Usage.cost_usd`) with the optional `genai-prices`
 package, or counts them in `Usage.unpriced_requests`.
 
-Who owns what: `_http` (retries, deadlines, typed errors) and `_sse` (event
-stream decoding) are shared plumbing, with `_eventstream` (AWS binary
-framing) and `_sigv4` (AWS request signing) for Bedrock; `_credentials`
-resolves keys and base URLs, `_google` Vertex AI projects, tokens and
-Google's errors, `_aws` AWS regions and credentials; each adapter is a
-request builder (`_openai_chat`, `_openai_responses`, `_anthropic`,
-`_gemini`, `_bedrock`) with its wire types (`*_wire`) plus a response/stream
-parser (`*_stream`) over the shared `HttpModel` core (`_adapter`), which
-prices each answer through `_pricing`. `_fallback` wraps any models.
+Who owns what: one subpackage per wire format family, each a request
+builder with its wire types (`_wire`) and a response and stream parser
+(`_stream`): `openai` (Chat Completions `_chat*` with the vendor dialects
+`_dialects` and Azure `_azure`, the Responses API `_responses*`),
+`anthropic` (the Messages API `_adapter`, and Claude on Vertex AI
+`_vertex`), `google` (Gemini `_gemini`, its schema subset `_schema`, and
+the Google Cloud projects, tokens and errors in `_auth`, which Claude on
+Vertex uses too), `bedrock` (the Converse API `_adapter`, AWS regions and
+credentials `_aws`). `http` is the HTTP machinery they share: the client
+with retries, deadlines and typed errors (`_client`), the lean HTTP/1.1
+transport under it (`_transport`, `_connection`, `_response`), SSE and AWS
+event-stream decoding (`_sse`, `_eventstream`) and SigV4 signing
+(`_sigv4`). `proxy` serves any model behind OpenAI's API, above the
+families. The core stays here: the `Model` interface (`_model`), the
+`HttpModel` base every adapter extends (`_adapter`), which prices each
+answer through `_pricing`, keys and base URLs (`_credentials`), typed
+provider failures (`_failures`), `RetryPolicy` (`_retry`), structured output
+helpers (`_strict_schema`, `_forced_output`), response assembly
+(`_assembly`), `FallbackModel` (`_fallback`), `ScriptedModel` (`_scripted`)
+and the spec strings that pick a model (`_spec`).
 """
 
 from tidemill.llm._adapter import HttpCall, HttpModel, StreamParser

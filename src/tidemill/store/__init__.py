@@ -20,8 +20,9 @@ Example:
 
 from tidemill.store._migrate import Migration, check, current_version, migrations, pending, upgrade
 from tidemill.store._rows import ACTIVE_RUN, FINISHED_RUN, ApprovalRow, JobRow, LogRow, RunRow
+from tidemill.store._statements import dumps
 from tidemill.store._store import Store
-from tidemill.store._tx import Tx, dumps
+from tidemill.store._tx import Tx
 from tidemill.store._url import DEFAULT_URL, StoreURL
 
 __all__ = [

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from tidemill._version import __version__
 from tidemill.agents.tracing._base import AttributeValue, BaseTracer, Span
 from tidemill.errors import MissingDependencyError
 
@@ -63,8 +64,6 @@ class OTelTracer(BaseTracer):
                 "opentelemetry-api", extra="otel", feature="The OpenTelemetry tracer"
             ) from exc
         super().__init__(capture_content=capture_content)
-        from tidemill import __version__
-
         self._trace = trace
         self._context = context
         self._tracer = trace.get_tracer("tidemill", __version__, tracer_provider=tracer_provider)

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tidemill.agents._output import OutputSpec
-from tidemill.engine._advance import Outcome
 from tidemill.engine._models import ModelChoice
+from tidemill.engine._outcome import Outcome
 from tidemill.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -36,7 +36,7 @@ from tidemill.llm import Model, ModelRequest, ModelSettings
 from tidemill.types import Message, ModelResponse
 
 if TYPE_CHECKING:
-    from tidemill.engine._execute import StepEnv
+    from tidemill.engine._step_env import StepEnv
     from tidemill.flows import AIAction, AIAgent, Step
 
 __all__ = [

@@ -2,463 +2,47 @@
 
 `run_ai_agent` is what a worker runs for an `ai_agent` step. The agent is
 the agent library's reason/act loop, its journal kept in the store's
-database under a thread id derived from the run and the step. Whatever
-attempt of the step runs (a retry, a worker that took over after a crash, a
-resume after approvals) reads that journal first and continues from it:
-
-- a thread that finished (or failed at a bound) whose outcome was not
-  recorded yet gives that outcome again, without asking the model;
-- a thread paused for approvals resumes with the decisions stored on the
-  step's approval rows, or pauses again if there are none;
-- a thread whose worker died resumes: answered model turns are not asked
-  again, finished tool calls are not run again, and a call that was in
-  flight runs again with the same idempotency key, unless its tool is not
-  idempotent: then a person first says whether it took effect (see
-  `_agent_reconcile`);
-- otherwise a new agent run starts with the step's input `user_message`
-  (after the recalled memory, with `memory` and a `memory_id`; see
-  `_agent_memory`).
-
-Bounds (`max_iterations`, `limits`) end the step with a non-retryable
-`LimitExceeded` naming the bound and its value, with the partial transcript.
-`limits.max_duration` is wall time from the start of the agent run (its
-first journal entry), across pauses and resumes; time spent waiting for
-approvals counts. The step's `timeout`, if set, bounds each attempt instead
-(a retryable `Timeout`; a retry resumes from the journal).
+database under a thread id derived from the run and the step. This module
+sets one execution of the step up: its tools (scripts, child runs, MCP
+servers, specialists, `ask_person`), its model (metered; with
+`on_exceeded: ask`, budgeted) and its runtime. `AgentStep` (`_agent_step`)
+then continues the thread from wherever its journal stands.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tidemill.agents import AgentRuntime, OutputSpec, UsageLimits
-from tidemill.agents.checkpoint import Checkpointer
-from tidemill.agents.journal import RunFailed
-from tidemill.engine._advance import Outcome
+from tidemill.engine._journal import open_journal, thread_id
 from tidemill.engine._models import ModelChoice
-from tidemill.engine.ai._action import (
-    provider_retryable,
-    render,
-    step_error,
-    step_settings,
-    step_values,
-)
-from tidemill.engine.ai._approvals import decisions_for
-from tidemill.engine.ai._budget import (
-    BudgetModel,
-    BudgetReached,
-    extended_duration,
-    extended_limits,
-)
-from tidemill.engine.ai._child_runs import ChildRequest, ChildWait
+from tidemill.engine._outcome import Outcome
+from tidemill.engine.ai._action import render, step_error, step_settings, step_values
+from tidemill.engine.ai._agent_step import AgentStep
+from tidemill.engine.ai._budget import BudgetModel, extended_duration, extended_limits
+from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._child_tools import child_tool
 from tidemill.engine.ai._delegation import ONE_PER_TURN, step_delegate
-from tidemill.engine.ai._journal import Journal, open_journal, thread_id
-from tidemill.engine.ai._lost_usage import lost_usage
 from tidemill.engine.ai._mcp import mcp_tools
-from tidemill.engine.ai._memory import (
-    MemoryWrite,
-    exchange,
-    memory_id_of,
-    recall_message,
-    step_key,
-)
-from tidemill.engine.ai._pause import AgentPause, budget_pause, pause_for, reconcile_pause
+from tidemill.engine.ai._pause import AgentPause
 from tidemill.engine.ai._question import ask_tool
-from tidemill.engine.ai._reconcile import (
-    confirmed_results,
-    reconcile_answers,
-    unsafe_in_flight,
-)
 from tidemill.engine.ai._tools import ToolSite, pool_tool
 from tidemill.engine.ai._usage import MeteredModel
-from tidemill.errors import (
-    AgentInterrupt,
-    AgentSuspended,
-    ExpressionError,
-    GuardrailViolation,
-    JournalConflict,
-    LimitExceeded,
-    MCPConnectionError,
-    OutputValidationError,
-    ProviderError,
-    SerializationError,
-    ThreadBusy,
-    TidemillError,
-    ToolRetriesExceeded,
-)
-from tidemill.llm import Model, ModelSettings
+from tidemill.errors import ExpressionError, MCPConnectionError, TidemillError
+from tidemill.llm import Model
 from tidemill.tools import Tool
-from tidemill.types import AgentResponse, Message, ToolCall
 
 if TYPE_CHECKING:
-    from tidemill.engine._execute import StepEnv
+    from tidemill.engine._step_env import StepEnv
     from tidemill.flows import AIAgent, Step
     from tidemill.store import ApprovalRow, Tx
 
-__all__ = ["LIMIT_NAMES", "run_ai_agent", "transcript_json"]
-
-LIMIT_NAMES = {
-    "max_iterations": "max_iterations",
-    "requests": "max_requests",
-    "tool_calls": "max_tool_calls",
-    "input_tokens": "max_input_tokens",
-    "output_tokens": "max_output_tokens",
-    "total_tokens": "max_total_tokens",
-    "max_duration": "max_duration",
-}
-"""The agent library's limit names, and the flow's."""
-
-_ENDED = {
-    "tool_call_retries": "ToolRetriesExceeded",
-    "output_validation": "OutputValidationError",
-    "guardrail": "GuardrailViolation",
-}
-"""Why a journaled run failed (other than a limit), as an error type."""
-
-_BUSY_ATTEMPTS = 3
-"""Times the step re-reads a journal another (presumed dead) worker wrote to meanwhile."""
-
-
-def transcript_json(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Messages as JSON, for errors and `AsyncEngine.transcript` callers.
-
-    Example:
-        >>> transcript_json([Message.user("Hi")])
-        [{'role': 'user', 'content': 'Hi'}]
-    """
-    return [message.model_dump(mode="json", exclude_defaults=True) for message in messages]
-
-
-def _limit_value(agent: AIAgent, name: str) -> float | int | None:
-    if name == "max_iterations":
-        return agent.max_iterations
-    value: float | int | None = getattr(agent.limits, name, None)
-    return value
-
-
-@dataclass
-class _AgentStep:
-    """One execution of an agent step: its settings, its runtime, what it spent."""
-
-    step: Step
-    agent: AIAgent
-    env: StepEnv
-    inputs: dict[str, Any]
-    thread: str
-    runtime: AgentRuntime
-    metered: MeteredModel
-    site: ToolSite
-    schemas: dict[str, dict[str, Any]]
-    settings: ModelSettings
-    max_duration: float | None
-    """`limits.max_duration`, as extended by people (`on_exceeded: ask`)."""
-
-    # -- outcomes ----------------------------------------------------------------
-
-    def _spent(self) -> dict[str, Any]:
-        return {"usage": tuple(self.metered.records), "logs": tuple(self.site.logs)}
-
-    def succeeded(self, value: Any) -> Outcome:
-        memory = None
-        key = self._memory_key()
-        if key is not None:
-            entries = exchange(self.inputs.get("user_message"), value)
-            memory = MemoryWrite(key[0], key[1], entries)
-        return Outcome("succeeded", value, memory=memory, **self._spent())
-
-    def _memory_key(self) -> tuple[str, str] | None:
-        """`(memory id, step key)` when the step keeps memory and has a memory id."""
-        memory_id = memory_id_of(self.inputs)
-        if self.agent.memory is None or memory_id is None:
-            return None
-        return memory_id, step_key(self.env.run.flow_name, self.step.id)
-
-    async def _prompt(self, text: str) -> str | list[Message]:
-        """The new run's prompt: the recalled memory (if any) as a user message, then `text`."""
-        key, memory = self._memory_key(), self.agent.memory
-        if key is None or memory is None:
-            return text
-        entries = await self.env.store.transact(
-            lambda tx: tx.agent_memory(key[0], key[1], 2 * memory.turns)
-        )
-        recalled = recall_message(entries)
-        return text if recalled is None else [recalled, Message.user(text)]
-
-    def failed(self, error: dict[str, Any], *, retryable: bool) -> Outcome:
-        return Outcome("failed", error=error, retryable=retryable, **self._spent())
-
-    def crossed(
-        self, name: str, value: float | int | None, run_id: str | None, messages: Sequence[Message]
-    ) -> Outcome:
-        """The step stopped at a bound: a distinct, non-retryable failure naming it."""
-        bound = LIMIT_NAMES.get(name, name)
-        return self.failed(
-            {
-                "type": "LimitExceeded",
-                "message": f"The agent stopped at its {bound} limit of {value}.",
-                "limit": bound,
-                "value": value,
-                "agent_run": run_id,
-                "transcript": transcript_json(messages),
-            },
-            retryable=False,
-        )
-
-    def ended(self, exc: TidemillError, response: AgentResponse | None) -> Outcome:
-        """The agent run ended without an answer (bad tool calls, bad output, a guardrail)."""
-        extra: dict[str, Any] = {}
-        if response is not None:
-            extra["agent_run"] = response.metadata.get("run_id")
-            extra["transcript"] = transcript_json(response.messages)
-        return self.failed(step_error(exc, **extra), retryable=False)
-
-    def pause(self, journal: Journal) -> AgentPause:
-        return pause_for(
-            journal.state,
-            self.agent,
-            self.schemas,
-            usage=tuple(self.metered.records),
-            logs=tuple(self.site.logs),
-        )
-
-    def wait_for_children(self, suspended: AgentSuspended) -> Outcome | ChildWait:
-        """Tool calls wait for their child runs: park the step until they end."""
-        requests = tuple(
-            exc.reason for _call, exc in suspended.suspended if isinstance(exc.reason, ChildRequest)
-        )
-        if len(requests) != len(suspended.suspended):  # only child tools suspend here
-            return self.failed(step_error(suspended), retryable=False)
-        return ChildWait(requests, usage=tuple(self.metered.records), logs=tuple(self.site.logs))
-
-    def replay(self, journal: Journal) -> Outcome:
-        """The failure a journal ends with, recorded now (its worker stopped before it could)."""
-        state = journal.state
-        last = next(
-            (r.event for r in reversed(journal.records) if isinstance(r.event, RunFailed)), None
-        )
-        if last is not None and last.reason == "limit" and last.limit is not None:
-            return self.crossed(
-                last.limit, _limit_value(self.agent, LIMIT_NAMES.get(last.limit, last.limit)),
-                state.run_id, state.messages,
-            )  # fmt: skip
-        kind = _ENDED.get(last.reason if last is not None else "", "AgentError")
-        return self.failed(
-            {
-                "type": kind,
-                "message": state.error or "the agent run failed",
-                "agent_run": state.run_id,
-                "transcript": transcript_json(state.messages),
-            },
-            retryable=False,
-        )
-
-    # -- driving -----------------------------------------------------------------
-
-    async def drive(self, checkpointer: Checkpointer) -> Outcome | AgentPause | ChildWait:
-        """Continue the thread from wherever its journal stands."""
-        for attempt in range(_BUSY_ATTEMPTS):
-            journal = await Journal.read(checkpointer, self.thread)
-            state = journal.state
-            if attempt == 0 and state.status != "new":
-                await self._recover_usage(journal)
-            if state.status == "finished":
-                return self.succeeded(state.output)
-            if state.status == "failed" and not await self._failure_recorded(state.run_id):
-                return self.replay(journal)
-            call: Callable[[], Coroutine[Any, Any, AgentResponse]]
-            if state.status in ("new", "failed"):
-                message = self.inputs.get("user_message")
-                if message is None or message == "":
-                    return self.failed(
-                        {
-                            "type": "FlowInputError",
-                            "message": "an ai_agent step needs the input `user_message`",
-                            "hint": "Set inputs: {user_message: ...} on the step.",
-                        },
-                        retryable=False,
-                    )
-                text = message if isinstance(message, str) else json.dumps(message)
-                prompt = await self._prompt(text)
-                started = time.time()
-                call = partial(self.runtime.arun, prompt, thread_id=self.thread, **self.settings)
-            else:
-                started = journal.started_at() or time.time()
-                decisions = None
-                rows = await self.env.store.transact(lambda tx: tx.job_approvals(self.env.job.id))
-                unsafe = unsafe_in_flight(state, self.agent)
-                if unsafe:
-                    settled = await self._reconcile(checkpointer, journal, unsafe, rows)
-                    if isinstance(settled, AgentPause):
-                        return settled
-                    if settled is None and attempt + 1 < _BUSY_ATTEMPTS:
-                        await asyncio.sleep(0.2 * (attempt + 1))
-                        continue  # another process wrote meanwhile: read again
-                    if settled is None:
-                        busy = {"type": "ThreadBusy", "message": "the journal kept changing"}
-                        return self.failed(busy, retryable=True)
-                    journal, state = settled, settled.state
-                if state.status == "paused":
-                    decisions = decisions_for(rows, state)
-                    if not decisions:
-                        return self.pause(journal)
-                call = partial(
-                    self.runtime.aresume,
-                    self.thread,
-                    decisions,
-                    retry_in_flight=True,
-                    **self.settings,
-                )
-            try:
-                return await self._bounded(checkpointer, call, started)
-            except ThreadBusy as exc:
-                if attempt + 1 == _BUSY_ATTEMPTS:
-                    return self.failed(step_error(exc), retryable=True)
-                await asyncio.sleep(0.2 * (attempt + 1))
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _reconcile(
-        self,
-        checkpointer: Checkpointer,
-        journal: Journal,
-        unsafe: list[ToolCall],
-        rows: list[ApprovalRow],
-    ) -> Journal | AgentPause | None:
-        """Settle calls of non-idempotent tools a dead worker left unfinished.
-
-        Without an answer for each, the step waits for a person to say whether
-        it took effect. With them, the calls that happened are journaled as
-        finished with the confirmed result (the others then run again); the
-        journal is returned, or None when another process wrote to it first.
-        """
-        state = journal.state
-        answers = reconcile_answers(rows, state)
-        unanswered = [call for call in unsafe if call.id not in answers]
-        if unanswered:
-            return reconcile_pause(
-                state, self.agent, unanswered,
-                usage=tuple(self.metered.records), logs=tuple(self.site.logs),
-            )  # fmt: skip
-        events = confirmed_results(unsafe, answers)
-        if not events:
-            return journal
-        try:
-            await checkpointer.append(self.thread, events, after=state.seq)
-        except JournalConflict:
-            return None
-        return await Journal.read(checkpointer, self.thread)
-
-    async def _recover_usage(self, journal: Journal) -> None:
-        """Add records for the journal's answered turns that a dead worker did not store."""
-        env, step_id = self.env, self.step.id
-
-        def read(tx: Tx) -> list[dict[str, Any]]:
-            rows = tx.usage(env.run.root_id)
-            return [r for r in rows if r["run_id"] == env.run.id and r["step_id"] == step_id]
-
-        rows = await env.store.transact(read)
-        lost = lost_usage(journal.records, rows, self.metered.inner, self.agent.metadata)
-        self.metered.records[:0] = lost
-
-    async def _failure_recorded(self, agent_run: str | None) -> bool:
-        """Whether an earlier job of this step already recorded the journal's failure."""
-        env, step_id = self.env, self.step.id
-        jobs = await env.store.transact(lambda tx: tx.run_jobs(env.run.id))
-        return any(
-            job.step_id == step_id
-            and job.id != env.job.id
-            and (job.error or {}).get("agent_run") == agent_run
-            for job in jobs
-        )
-
-    async def _bounded(  # noqa: C901 - one branch per way an agent run ends
-        self,
-        checkpointer: Checkpointer,
-        call: Callable[[], Coroutine[Any, Any, AgentResponse]],
-        started: float,
-    ) -> Outcome | AgentPause | ChildWait:
-        """Run the agent within `max_duration` (from `started`) and the step's `timeout`."""
-        limit = self.max_duration
-        deadline = None if limit is None else started + limit
-        budgets = [] if self.step.timeout is None else [self.step.timeout]
-        if deadline is not None:
-            budgets.append(deadline - time.time())
-            if deadline <= time.time():
-                return await self._out_of_time(checkpointer, limit)
-        timeout = asyncio.timeout(min(budgets) if budgets else None)
-        try:
-            async with timeout:
-                response = await call()
-        except AgentInterrupt:
-            return self.pause(await Journal.read(checkpointer, self.thread))
-        except AgentSuspended as exc:
-            return self.wait_for_children(exc)
-        except BudgetReached as exc:
-            return budget_pause(
-                exc.state, self.agent, exc.bound, exc.limit, exc.used,
-                usage=tuple(self.metered.records), logs=tuple(self.site.logs),
-            )  # fmt: skip
-        except LimitExceeded as exc:
-            partial_run = exc.response
-            run_id = None if partial_run is None else partial_run.metadata.get("run_id")
-            return self.crossed(
-                exc.limit, exc.value, run_id if isinstance(run_id, str) else None,
-                partial_run.messages if partial_run is not None else [],
-            )  # fmt: skip
-        except (ToolRetriesExceeded, OutputValidationError) as exc:
-            return self.ended(exc, exc.response)
-        except GuardrailViolation as exc:
-            return self.ended(exc, getattr(exc, "response", None))
-        except TimeoutError as exc:
-            if not timeout.expired():
-                return self.failed(step_error(exc), retryable=True)
-            if deadline is not None and time.time() >= deadline - 0.001:
-                return await self._out_of_time(checkpointer, limit)
-            return self.failed(
-                {"type": "Timeout", "message": f"the step ran longer than {self.step.timeout} s"},
-                retryable=True,
-            )
-        except ThreadBusy:
-            raise
-        except ProviderError as exc:
-            return self.failed(step_error(exc), retryable=provider_retryable(exc))
-        except SerializationError as exc:  # the journal's database failed
-            return self.failed(step_error(exc), retryable=True)
-        except TidemillError as exc:
-            return self.failed(step_error(exc), retryable=False)
-        except Exception as exc:
-            return self.failed(step_error(exc), retryable=True)
-        return self.succeeded(response.output)
-
-    async def _out_of_time(
-        self, checkpointer: Checkpointer, limit: float | None
-    ) -> Outcome | AgentPause:
-        """At `max_duration`: ask for more time (`on_exceeded: ask`), or end the run and fail."""
-        journal = await Journal.read(checkpointer, self.thread)
-        state = journal.state
-        if state.status == "finished":
-            return self.succeeded(state.output)
-        if self.agent.limits.on_exceeded == "ask" and state.status != "failed" and limit:
-            started = journal.started_at() or time.time()
-            return budget_pause(
-                state, self.agent, "max_duration", limit, round(time.time() - started, 1),
-                usage=tuple(self.metered.records), logs=tuple(self.site.logs),
-            )  # fmt: skip
-        if state.status != "failed":
-            event = RunFailed(
-                reason="limit", limit="max_duration", message=f"max_duration limit of {limit}"
-            )
-            # A conflict: a worker that outlived its lease wrote meanwhile; the bound stands.
-            with contextlib.suppress(JournalConflict):
-                await checkpointer.append(self.thread, [event], after=state.seq)
-        return self.crossed("max_duration", limit, state.run_id, state.messages)
+__all__ = ["run_ai_agent"]
 
 
 def _step_approvals(tx: Tx, *, env: StepEnv, step_id: str) -> list[ApprovalRow]:
@@ -597,7 +181,7 @@ async def _drive(
             )
         except TidemillError as exc:
             return Outcome("failed", error=step_error(exc), retryable=False)
-        run = _AgentStep(
+        run = AgentStep(
             step, agent, env, inputs, thread, runtime, metered, site,
             {tool.name: dict(tool.parameters) for tool in tools}, step_settings(agent),
             max_duration,

@@ -21,7 +21,7 @@ from jsonschema.validators import validator_for
 
 from tidemill.agents.checkpoint import decode_event
 from tidemill.agents.journal import ThreadState
-from tidemill.engine.ai._journal import thread_id
+from tidemill.engine._journal import thread_id
 from tidemill.errors import ApprovalDecisionError
 from tidemill.store import ApprovalRow, Tx
 from tidemill.types import Decision, ToolCall

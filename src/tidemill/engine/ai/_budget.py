@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import ThreadState
-from tidemill.engine.ai._journal import Journal, thread_id
+from tidemill.engine._journal import Journal, thread_id
 from tidemill.errors import ApprovalDecisionError
 from tidemill.llm import Model, ModelRequest
 from tidemill.store import ApprovalRow, Tx

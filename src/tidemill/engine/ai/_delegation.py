@@ -1,8 +1,8 @@
 """The `delegate` tool of an `ai_agent` step with specialists: bounded delegation.
 
 The model calls `delegate` with tasks, and nothing else: `[{id, specialist,
-prompt}]`. The call is admitted whole or not at all (see `_agent_admission`);
-then each task runs a specialist's agent (see `_agent_specialist`), at most
+prompt}]`. The call is admitted whole or not at all (see `_admission`);
+then each task runs a specialist's agent (see `_specialist`), at most
 `delegation.max_concurrency` at once, and the call's result lists the tasks'
 entries in the order the model gave them, however they finished.
 
@@ -24,12 +24,13 @@ from typing import Any
 
 from tidemill.agents import AgentRuntime, Delegation, OutputSpec, UsageLimits
 from tidemill.agents.checkpoint import Checkpointer
+from tidemill.engine._journal import Journal
 from tidemill.engine._models import ModelChoice, ModelResolver
 from tidemill.engine.ai._admission import TASK_ID, Task, admit, bounds, remaining
-from tidemill.engine.ai._journal import Journal
 from tidemill.engine.ai._specialist import failed_entry, run_task, task_thread
 from tidemill.engine.ai._usage import MeteredModel
-from tidemill.flows._ai import AgentDelegation, AgentToolSpec, AIAgent, Specialist
+from tidemill.flows._ai import AgentDelegation, Specialist
+from tidemill.flows._nesting import AgentToolSpec, AIAgent
 from tidemill.llm import Model, ModelSettings
 from tidemill.tools import Tool, ToolContext, ToolReturn
 from tidemill.types import Usage

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidemill.agents.journal import ThreadState
-from tidemill.engine._execute import ApprovalPlan
+from tidemill.engine._step_env import ApprovalPlan
 from tidemill.engine.ai._approvals import call_details, call_message
 from tidemill.engine.ai._budget import budget_details
 from tidemill.engine.ai._question import ASK_TOOL, question_details
@@ -37,8 +37,8 @@ class ToolCallRequest:
         details: The session, turn, request id, expected journal entry, tool,
             arguments and argument schema (see `call_details`).
         kind: The approval's kind: `tool_call` (may it run?), `question` (a
-            call of `ask_person`, see `_agent_question`), or `reconcile` (did a
-            call cut short by a crash take effect? see `_agent_reconcile`).
+            call of `ask_person`, see `_question`), or `reconcile` (did a
+            call cut short by a crash take effect? see `_reconcile`).
     """
 
     message: str
@@ -157,7 +157,7 @@ def budget_pause(
     usage: tuple[dict[str, Any], ...] = (),
     logs: tuple[tuple[str, str], ...] = (),
 ) -> AgentPause:
-    """The pause asking for more of a used-up bound (kind `budget`, see `_agent_budget`).
+    """The pause asking for more of a used-up bound (kind `budget`, see `_budget`).
 
     Its approvers are the union of the tools' approvers; none means anyone.
 

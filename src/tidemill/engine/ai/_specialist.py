@@ -16,8 +16,8 @@ from typing import Any
 from tidemill.agents import AgentRuntime
 from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import RunFailed
+from tidemill.engine._journal import Journal
 from tidemill.engine.ai._admission import Task
-from tidemill.engine.ai._journal import Journal
 from tidemill.errors import LimitExceeded, TidemillError
 from tidemill.llm import ModelSettings
 from tidemill.types import AgentResponse, Usage

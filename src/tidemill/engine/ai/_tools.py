@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemill.engine._execute import StepInfo, call_in_process
+from tidemill.engine._step_env import StepInfo, call_in_process
 from tidemill.engine.ai._schema import function_source, signature_schema
 from tidemill.engine.workers._pool import ScriptCall, ScriptPool
 from tidemill.errors import ConfigurationError, ExpressionError

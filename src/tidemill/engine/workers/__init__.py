@@ -1,5 +1,8 @@
 """Workers: claim jobs from the store under a lease, run them, record the outcome.
 
-`Worker` is the claim/execute/record loop; `ScriptPool` keeps pre-started
-Python processes (each running `_child.py`) for script steps and tools.
+- `_worker` (`Worker`): the claim/execute/record loop, over the engine's run
+  changes (`Transition`) and step dispatch (`execute`).
+- `_pool` (`ScriptPool`): pre-started Python processes for script steps and
+  tools; it imports nothing of the engine, and the steps' executors use it.
+- `_child`: what each of those processes runs, started by file path.
 """

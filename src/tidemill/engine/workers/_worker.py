@@ -27,16 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from tidemill.engine._advance import (
-    Outcome,
-    SpawnPlan,
-    Take,
-    Transition,
-    context_for,
-    load_definition,
-)
-from tidemill.engine._execute import ApprovalPlan, StepEnv, execute, stop_requested
+from tidemill.engine._advance import Transition
+from tidemill.engine._context import context_for, load_definition
+from tidemill.engine._execute import execute, stop_requested
 from tidemill.engine._ids import new_id
+from tidemill.engine._journal import Journals
 from tidemill.engine._models import (
     ModelCache,
     ModelChoice,
@@ -44,9 +39,11 @@ from tidemill.engine._models import (
     default_models,
     sends_requests,
 )
+from tidemill.engine._outcome import Outcome, SpawnPlan
+from tidemill.engine._progress import Take
 from tidemill.engine._scope import Definitions
+from tidemill.engine._step_env import ApprovalPlan, StepEnv
 from tidemill.engine.ai._child_runs import ChildWait
-from tidemill.engine.ai._journal import Journals
 from tidemill.engine.ai._pause import AgentPause
 from tidemill.engine.workers._pool import ScriptPool
 from tidemill.errors import LeaseLost, RunNotFound, StoreError

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import http.cookiejar
-import importlib.metadata
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from tidemill._version import __version__
 from tidemill.errors import ConfigurationError, ProviderError, ProviderTimeout
 from tidemill.llm._failures import error_from_payload, error_from_response, redact
 from tidemill.llm._json import JsonObject, dumps, loads_object
@@ -115,11 +115,7 @@ def new_http_client(
 
 @functools.cache
 def _user_agent() -> str:
-    try:
-        version = importlib.metadata.version("tidemill")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - running from a checkout
-        version = "0"
-    return f"tidemill/{version} httpx/{httpx.__version__}"
+    return f"tidemill/{__version__} httpx/{httpx.__version__}"
 
 
 @dataclass(slots=True)

@@ -23,11 +23,11 @@ first byte follow the model's `RetryPolicy`.
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import json
 
 import httpx
 
+from tidemill._version import __version__
 from tidemill.errors import MalformedToolCall, ProviderError, ProviderTimeout
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._failures import error_from_payload, error_from_response, redact
@@ -35,8 +35,9 @@ from tidemill.llm._json import loads_object
 from tidemill.llm._model import ModelRequest
 from tidemill.llm._retry import parse_retry_after
 from tidemill.llm.http._client import read_error_body
+from tidemill.llm.http._response import Upstream
 from tidemill.llm.http._sse import ServerSentEvent, SSEDecoder
-from tidemill.llm.http._transport import StreamingTransport, Upstream, request_head
+from tidemill.llm.http._transport import StreamingTransport, request_head
 from tidemill.llm.openai._chat import OpenAIChatModel
 from tidemill.llm.openai._chat_stream import ChatStreamParser
 from tidemill.llm.proxy._chunks import ChunkEncoder
@@ -54,11 +55,7 @@ _encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encod
 
 
 def _user_agent() -> bytes:
-    try:
-        version = importlib.metadata.version("tidemill")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
-        version = "0"
-    return f"tidemill/{version} proxy".encode()
+    return f"tidemill/{__version__} proxy".encode()
 
 
 class ChatRelay:

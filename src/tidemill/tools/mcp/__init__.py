@@ -17,14 +17,9 @@ Example:
 
 from tidemill.tools.mcp._connection import MCPConnection, connect_mcp
 from tidemill.tools.mcp._names import tool_names
+from tidemill.tools.mcp._result import ContentBlock, MCPResult, render_content
 from tidemill.tools.mcp._server import MCPServer, MCPServerOptions
-from tidemill.tools.mcp._tool import (
-    IDEMPOTENCY_META,
-    ContentBlock,
-    MCPResult,
-    MCPTool,
-    render_content,
-)
+from tidemill.tools.mcp._tool import IDEMPOTENCY_META, MCPTool
 
 __all__ = [
     "IDEMPOTENCY_META",

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, Unpack
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
+from tidemill._version import __version__
 from tidemill.errors import ConfigurationError, MCPConnectionError, MCPToolError
 from tidemill.tools.mcp import _sdk
 from tidemill.tools.mcp._diagnose import Failure, connection_error
 from tidemill.tools.mcp._names import tool_names
+from tidemill.tools.mcp._result import MCPResult
 from tidemill.tools.mcp._server import MCPServer, MCPServerOptions
 from tidemill.tools.mcp._stderr import StderrPump
-from tidemill.tools.mcp._tool import MCPResult, MCPTool, describe, input_schema
+from tidemill.tools.mcp._tool import MCPTool, describe, input_schema
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -381,9 +383,6 @@ class MCPConnection:
         async def on_message(message: object) -> None:
             if isinstance(message, Exception):
                 self._transport_error(message, seen)
-
-        # Imported here: the package may import this module while it initialises.
-        from tidemill import __version__
 
         return await _sdk.open_session(
             stack,

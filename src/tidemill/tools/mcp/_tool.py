@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import jsonschema
 from pydantic import JsonValue
@@ -12,118 +11,36 @@ from pydantic import JsonValue
 from tidemill.errors import MCPToolError
 from tidemill.tools._context import ToolContext
 from tidemill.tools._tool import Tool, render_result
-
-if TYPE_CHECKING:
-    from tidemill.tools.mcp._connection import MCPConnection
+from tidemill.tools.mcp._result import MCPResult
 
 __all__ = [
     "IDEMPOTENCY_META",
-    "ContentBlock",
-    "MCPResult",
     "MCPTool",
+    "ToolCaller",
     "describe",
     "input_schema",
-    "render_content",
 ]
-
-ContentBlock = Mapping[str, JsonValue]
-"""One content block of a tool result, as MCP sends it (`{"type": "text", "text": ...}`)."""
 
 IDEMPOTENCY_META = "tidemill.dev/idempotency-key"
 """The `_meta` key of a tool call that carries its idempotency key (the same on every
 attempt of the call), for servers that make side effects exactly-once."""
 
 
-@dataclass(frozen=True, slots=True)
-class MCPResult:
-    """What an MCP tool call returned.
+class ToolCaller(Protocol):
+    """What an `MCPTool` calls its server through: the `MCPConnection` that made it.
 
-    Example:
-        >>> MCPResult(content=({"type": "text", "text": "3"},)).text()
-        '3'
+    A protocol, so that this module, which `MCPConnection` imports to make
+    its tools, does not import the connection back.
     """
 
-    content: Sequence[ContentBlock] = ()
-    """The content blocks: text, images, audio, resource links, embedded resources."""
-    structured: JsonValue = None
-    """The `structuredContent` value, when the tool declares an output schema."""
-    is_error: bool = False
-    """Whether the server marked the call as failed."""
+    @property
+    def name(self) -> str:
+        """The server's name: the prefix of its tools' names."""
 
-    @classmethod
-    def from_wire(cls, result: Mapping[str, JsonValue]) -> MCPResult:
-        """Read a `tools/call` result in wire format."""
-        content = result.get("content")
-        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-        return cls(
-            content=tuple(blocks),
-            structured=result.get("structuredContent"),
-            is_error=result.get("isError") is True,
-        )
-
-    def text(self) -> str:
-        """Render the result for the model; see `render_content`."""
-        if not self.content and self.structured is not None:
-            return render_result(self.structured)
-        return render_content(self.content)
-
-
-def render_content(blocks: Sequence[ContentBlock]) -> str:
-    """Render MCP content blocks as text: text as it is, the rest summarised by reference.
-
-    Images and audio become a line naming their type and size (their bytes
-    would cost many tokens and most models cannot read them in a tool result);
-    an embedded text resource keeps its text under a line naming its URI.
-
-    Example:
-        >>> print(render_content([
-        ...     {"type": "text", "text": "Chart ready."},
-        ...     {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
-        ...     {"type": "resource_link", "uri": "file:///tmp/chart.png", "name": "chart.png"},
-        ... ]))
-        Chart ready.
-        [image: image/png, 8 bytes]
-        [resource link: chart.png <file:///tmp/chart.png>]
-    """
-    if not blocks:
-        return "(no content)"
-    return "\n".join(_render_block(block) for block in blocks)
-
-
-def _render_block(block: ContentBlock) -> str:
-    kind = block.get("type")
-    if kind == "text":
-        return _str(block.get("text"))
-    if kind in ("image", "audio"):
-        mime = _str(block.get("mimeType")) or "unknown type"
-        return f"[{kind}: {mime}, {_size(block.get('data'))}]"
-    if kind == "resource_link":
-        name = _str(block.get("title")) or _str(block.get("name"))
-        line = f"[resource link: {name} <{_str(block.get('uri'))}>]"
-        description = _str(block.get("description"))
-        return f"{line} {description}" if description else line
-    if kind == "resource":
-        resource = block.get("resource")
-        if not isinstance(resource, dict):
-            return "[resource]"
-        uri, mime = _str(resource.get("uri")), _str(resource.get("mimeType"))
-        text = resource.get("text")
-        if isinstance(text, str):
-            return f"[resource <{uri}>]\n{text}"
-        described = ", ".join(p for p in (mime, _size(resource.get("blob"))) if p)
-        return f"[resource <{uri}>: {described}]"
-    return f"[{_str(kind) or 'unknown'} content]"
-
-
-def _str(value: JsonValue) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _size(data: JsonValue) -> str:
-    if not isinstance(data, str):
-        return "no data"
-    size = len(data) * 3 // 4 - data[-2:].count("=")
-    return f"{size} bytes" if size < 10_000 else f"{size / 1000:.0f} kB"
+    async def acall_tool(
+        self, tool: str, arguments: Mapping[str, Any], *, meta: Mapping[str, str] | None = None
+    ) -> MCPResult:
+        """Call `tool` (its name on the server) and return its result, errors included."""
 
 
 def input_schema(tool: Mapping[str, JsonValue]) -> dict[str, JsonValue] | None:
@@ -158,7 +75,7 @@ class MCPTool(Tool):
 
     def __init__(
         self,
-        connection: MCPConnection,
+        connection: ToolCaller,
         *,
         remote_name: str,
         name: str,
@@ -173,7 +90,7 @@ class MCPTool(Tool):
             requires_approval=requires_approval,
         )
         self.connection = connection
-        """The connection that calls the tool."""
+        """The connection that calls the tool: the `MCPConnection` that made it."""
         self.remote_name = remote_name
         """The tool's name on its server."""
 

@@ -1,0 +1,129 @@
+"""`Blueprint`: what an `AgentBuilder` has gathered, and the runtime built from it.
+
+The builder's fluent methods fill in a blueprint, already resolved from
+strings into objects; `build()` makes the agent out of it: an
+`AgentRuntime`, or a `GraphRuntime` for `.graph()`, refusing what the graph
+runtime does not support.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tidemill.agents._delegation import AgentTool, Delegation
+from tidemill.agents._limits import UsageLimits
+from tidemill.agents._output import OutputSpec
+from tidemill.agents._runtime import AgentRuntime
+from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agents.guardrails import Guardrail
+from tidemill.agents.memory import Memory
+from tidemill.agents.tracing import Tracer
+from tidemill.errors import ConfigurationError
+from tidemill.llm import Model
+from tidemill.tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from tidemill.agents.graph import GraphRuntime
+
+__all__ = ["Blueprint"]
+
+
+@dataclass
+class Blueprint:
+    """An agent's configuration, as the builder's methods set it; see `AgentBuilder`.
+
+    Most fields are set by the builder method of their name; `registry` by
+    `tool()` and `mcp()`, `parallel` and `max_parallel` by `parallel_tools()`,
+    `approval` by `human_in_the_loop()`, `specialists` by `agent()`.
+    """
+
+    model: Model | None = None
+    registry: ToolRegistry = field(default_factory=ToolRegistry)
+    system: str | None = None
+    name: str = "agent"
+    max_iterations: int = 10
+    tool_call_retries: int = 2
+    parallel: bool = True
+    max_parallel: int = 8
+    approval: bool = False
+    checkpointer: Checkpointer | None = None
+    limits: UsageLimits = field(default_factory=UsageLimits)
+    output: OutputSpec | None = None
+    memory: Memory | None = None
+    specialists: dict[str, AgentTool] = field(default_factory=dict)
+    delegation: Delegation = field(default_factory=Delegation)
+    guardrail: Guardrail | None = None
+    tracer: Tracer | None = None
+    graph: bool = False
+
+    def build(self) -> AgentRuntime | GraphRuntime:
+        """Build the agent this blueprint describes.
+
+        Raises:
+            ConfigurationError: When no model was chosen, or `.graph()` was
+                combined with what the graph runtime does not support.
+            MissingDependencyError: For `.graph()` without the `graph` extra.
+        """
+        if self.model is None:
+            raise ConfigurationError(
+                "The agent has no model.",
+                hint="Choose one with .llm('provider:model'), or .llm('fake') offline.",
+            )
+        if self.checkpointer is None:
+            # Kept across rebuilds, so a pause survives a later configuration change.
+            self.checkpointer = MemoryCheckpointer()
+        if self.graph:
+            return self._build_graph(self.model, self.checkpointer)
+        return AgentRuntime(
+            model=self.model,
+            tools=self.registry,
+            system_prompt=self.system,
+            name=self.name,
+            max_iterations=self.max_iterations,
+            tool_call_retries=self.tool_call_retries,
+            parallel_tools=self.parallel,
+            max_parallel=self.max_parallel,
+            require_approval=self.approval,
+            checkpointer=self.checkpointer,
+            limits=self.limits,
+            output=self.output,
+            memory=self.memory,
+            specialists=list(self.specialists.values()),
+            delegation=self.delegation,
+            guardrail=self.guardrail,
+            tracer=self.tracer,
+        )
+
+    def _build_graph(self, model: Model, checkpointer: Checkpointer) -> GraphRuntime:
+        unsupported = [
+            name
+            for name, used in (
+                ("output()", self.output is not None),
+                ("memory()", self.memory is not None),
+                ("guardrails()", self.guardrail is not None),
+                ("agent()", bool(self.specialists)),
+            )
+            if used
+        ]
+        if unsupported:
+            raise ConfigurationError(
+                "The graph runtime does not support " + ", ".join(unsupported) + " yet.",
+                hint="Drop them, or build the agent without .graph().",
+            )
+        from tidemill.agents.graph import GraphRuntime
+
+        return GraphRuntime(
+            model=model,
+            tools=self.registry,
+            system_prompt=self.system,
+            name=self.name,
+            max_iterations=self.max_iterations,
+            tool_call_retries=self.tool_call_retries,
+            parallel_tools=self.parallel,
+            max_parallel=self.max_parallel,
+            require_approval=self.approval,
+            checkpointer=checkpointer,
+            limits=self.limits,
+            tracer=self.tracer,
+        )

@@ -1,0 +1,64 @@
+"""What executing a step produces for the run: an `Outcome`, or a `SpawnPlan` of child runs.
+
+A leaf step (a script, an identity, an AI step) ends with an `Outcome`; a
+container step (branch, parallel, for_each, flow) with a `SpawnPlan`. The
+worker records either in one transaction (see `Transition.complete` and
+`Transition.spawn`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from tidemill.engine._memory import MemoryWrite
+
+__all__ = ["Outcome", "SpawnPlan"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What executing a step produced.
+
+    Attributes:
+        status: `succeeded`, `skipped` (its `skip_if` held) or `failed`.
+        result: The step's JSON result.
+        error: For a failure: `type`, `message`, and `traceback` for scripts.
+        retryable: False for failures a retry cannot fix (a bad expression).
+        stop: True when the step's `stop_after_if` held.
+        logs: What the step printed, as `(stream, text)` pairs.
+        usage: One record per model call the step made (see `Tx.insert_usage`).
+        memory: For an `ai_agent` step with memory: the exchange to append
+            to it, in the transaction that records a success (else dropped).
+    """
+
+    status: Literal["succeeded", "skipped", "failed"]
+    result: Any = None
+    error: dict[str, Any] | None = None
+    retryable: bool = True
+    stop: bool = False
+    logs: tuple[tuple[str, str], ...] = ()
+    usage: tuple[dict[str, Any], ...] = ()
+    memory: MemoryWrite | None = None
+
+
+@dataclass(slots=True)
+class SpawnPlan:
+    """What a container step starts: child runs, one per body instance.
+
+    Attributes:
+        parts: The body of each child to start now (`case:0`, `branch:1`,
+            `body`, `flow`), in declared order. Empty means the container is
+            done at once with `empty_result` (no case matched, no items).
+        contexts: Each child's context: `flow_input`, and `iter` in loops.
+        items: A loop's items (all of them; only the first `parts` start now).
+        parallelism: How many loop iterations may run at once.
+        empty_result: The result when nothing is started.
+    """
+
+    parts: list[str]
+    contexts: list[dict[str, Any]]
+    items: list[Any] | None = None
+    parallelism: int = 1
+    empty_result: Any = None

@@ -1,0 +1,153 @@
+"""What a step's executor is given and may answer besides an `Outcome`.
+
+`StepInfo` is the step being executed, as a script or a function sees it
+(`current_step`); `call_in_process` calls a `module:function` with it, for
+in-process script steps and script tools alike. `StepEnv` is what executing
+a step may use besides its inputs (the job, the run, the script pool, the
+models, the store). An approval step's executor answers with an
+`ApprovalPlan` (an agent step's with an `AgentPause`, a kind of it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tidemill.engine._models import ModelResolver
+from tidemill.engine.workers._pool import ScriptPool
+from tidemill.store import JobRow, RunRow, Store
+
+if TYPE_CHECKING:
+    from tidemill.engine._journal import Journals
+    from tidemill.engine._metrics import Metrics
+
+__all__ = ["ApprovalPlan", "StepEnv", "StepInfo", "call_in_process", "current_step"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """The step being executed, as a script or a function sees it.
+
+    Attributes:
+        run_id: The run the step belongs to.
+        step_id: The step's id.
+        attempt: 1 for the first try, 2 for the first retry, ...
+        idempotency_key: Stable for the step across retries and worker
+            crashes: use it to make side effects exactly-once.
+    """
+
+    run_id: str
+    step_id: str
+    attempt: int
+    idempotency_key: str
+
+
+_CURRENT: contextvars.ContextVar[StepInfo | None] = contextvars.ContextVar(
+    "tidemill_step", default=None
+)
+
+
+def current_step() -> StepInfo | None:
+    """The step being executed in this context, or None outside a step.
+
+    In-process functions see it directly; a script running in the pool
+    reads the same facts from `TIDEMILL_RUN_ID`, `TIDEMILL_STEP_ID`,
+    `TIDEMILL_ATTEMPT` and `TIDEMILL_IDEMPOTENCY_KEY`, which this function
+    also falls back to.
+
+    Example:
+        >>> current_step() is None
+        True
+    """
+    info = _CURRENT.get()
+    if info is not None:
+        return info
+    import os
+
+    key = os.environ.get("TIDEMILL_IDEMPOTENCY_KEY")
+    if key is None:
+        return None
+    return StepInfo(
+        os.environ.get("TIDEMILL_RUN_ID", ""),
+        os.environ.get("TIDEMILL_STEP_ID", ""),
+        int(os.environ.get("TIDEMILL_ATTEMPT", "1")),
+        key,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPlan:
+    """An approval step asks a person; the job waits until they decide."""
+
+    message: str
+    approvers: list[str]
+    timeout: float | None
+    on_timeout: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnv:
+    """What executing a step may use besides its inputs.
+
+    Attributes:
+        job: The claimed job (its `attempt`, its `epoch`).
+        run: The job's run.
+        pool: The worker's script pool (started on first use).
+        models: Builds the model of an AI step.
+        store: The store, for steps that keep state of their own there (an
+            agent's journal).
+        journals: The worker's agent journal checkpointers, shared by its
+            steps; None opens one per agent step attempt.
+        metrics: Where AI steps count their model calls, tokens and tool
+            calls; None records nothing.
+    """
+
+    job: JobRow
+    run: RunRow
+    pool: Callable[[], ScriptPool]
+    models: ModelResolver
+    store: Store
+    journals: Journals | None = None
+    metrics: Metrics | None = None
+
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def _resolve(reference: str) -> Callable[..., Any]:
+    function = _FUNCTIONS.get(reference)
+    if function is None:
+        module_name, _, name = reference.partition(":")
+        function = getattr(importlib.import_module(module_name), name)
+        _FUNCTIONS[reference] = function
+    return function
+
+
+async def call_in_process(
+    reference: str, arguments: dict[str, Any], info: StepInfo, limit: float | None
+) -> Any:
+    """Call a `module:function` in this process (no isolation: it shares the worker).
+
+    The function sees `info` through `current_step()`. A coroutine function is
+    awaited; a plain one runs on the event loop when there is no `limit`
+    (the fastest way, for short functions), else in a thread.
+
+    Raises:
+        TimeoutError: It ran longer than `limit` seconds.
+        Exception: Whatever the function (or importing it) raised.
+    """
+    token = _CURRENT.set(info)
+    try:
+        function = _resolve(reference)
+        if inspect.iscoroutinefunction(function):
+            return await asyncio.wait_for(function(**arguments), limit)
+        if limit is None:
+            return function(**arguments)
+        return await asyncio.wait_for(asyncio.to_thread(function, **arguments), limit)
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,70 @@
+"""`AgentQueries`: what `ai_agent` steps keep in the store: journals and conversation memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tidemill.store._statements import Statements, dumps
+
+__all__ = ["AgentQueries"]
+
+
+class AgentQueries(Statements):
+    """The statements that read an agent thread's journal and keep an agent's memory."""
+
+    def journal(self, thread_id: str) -> list[tuple[int, str]]:
+        """An agent thread's journal entries as `(seq, JSON text)`, oldest first.
+
+        The journal table is the agent library's (`tidemill_journal`, kept by
+        its SQLite or PostgreSQL checkpointer in the store's database); an
+        `ai_agent` step creates it on first use.
+        """
+        rows = self.all(
+            "SELECT seq, payload FROM tidemill_journal WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        )
+        return [
+            (int(seq), payload if isinstance(payload, str) else dumps(payload))
+            for seq, payload in rows
+        ]
+
+    def append_agent_memory(
+        self,
+        memory_id: str,
+        step_key: str,
+        entries: Sequence[tuple[str, str]],
+        *,
+        run_id: str,
+        now: float,
+    ) -> None:
+        """Append `(role, content)` messages to the memory of `(memory_id, step_key)`.
+
+        Each message takes the next `seq` of that memory; on PostgreSQL, writers
+        of one memory are serialised by a transaction-scoped advisory lock.
+        """
+        if self.dialect == "postgres":
+            self.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+                (dumps(["tm_agent_memory", memory_id, step_key]),),
+            )
+        row = self.one(
+            "SELECT MAX(seq) FROM tm_agent_memory WHERE memory_id = ? AND step_key = ?",
+            (memory_id, step_key),
+        )
+        seq = 0 if row is None or row[0] is None else int(row[0])
+        for role, content in entries:
+            seq += 1
+            self.execute(
+                "INSERT INTO tm_agent_memory (memory_id, step_key, seq, role, content, run_id, at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (memory_id, step_key, seq, role, content, run_id, now),
+            )
+
+    def agent_memory(self, memory_id: str, step_key: str, limit: int) -> list[tuple[str, str]]:
+        """The newest `limit` messages of a memory as `(role, content)`, oldest first."""
+        rows = self.all(
+            "SELECT role, content FROM tm_agent_memory WHERE memory_id = ? AND step_key = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (memory_id, step_key, limit),
+        )
+        return [(str(role), str(content)) for role, content in reversed(rows)]

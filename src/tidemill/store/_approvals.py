@@ -1,0 +1,116 @@
+"""`ApprovalQueries`: approval requests, for approval steps and agents' tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tidemill.store._rows import ApprovalRow
+from tidemill.store._statements import Statements, dumps
+
+__all__ = ["ApprovalQueries"]
+
+_APPROVAL = ApprovalRow.COLUMNS
+
+
+class ApprovalQueries(Statements):
+    """The statements that add, find, decide, expire and cancel approvals."""
+
+    def insert_approval(self, approval: ApprovalRow) -> None:
+        """Add an approval request."""
+        self.execute(
+            f"INSERT INTO tm_approvals ({_APPROVAL}) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                approval.id,
+                approval.run_id,
+                approval.root_id,
+                approval.job_id,
+                approval.step_id,
+                approval.message,
+                dumps(approval.approvers),
+                approval.on_timeout,
+                approval.status,
+                approval.created_at,
+                approval.expires_at,
+                approval.decided_at,
+                approval.decided_by,
+                approval.comment,
+                approval.kind,
+                None if approval.details is None else dumps(approval.details),
+            ),
+        )
+
+    def approval(self, approval_id: str, *, lock: bool = False) -> ApprovalRow | None:
+        """An approval by id."""
+        suffix = self._lock if lock else ""
+        row = self.one(f"SELECT {_APPROVAL} FROM tm_approvals WHERE id = ?{suffix}", (approval_id,))
+        return None if row is None else ApprovalRow.of(row)
+
+    def approvals(
+        self, *, status: str | None = "pending", root_id: str | None = None
+    ) -> list[ApprovalRow]:
+        """Approvals, oldest first, filtered by status and run."""
+        where, params = ["1 = 1"], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if root_id is not None:
+            where.append("root_id = ?")
+            params.append(root_id)
+        rows = self.all(
+            f"SELECT {_APPROVAL} FROM tm_approvals WHERE {' AND '.join(where)} "
+            "ORDER BY created_at, id",
+            params,
+        )
+        return [ApprovalRow.of(row) for row in rows]
+
+    def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        status: str,
+        by: str | None,
+        comment: str | None,
+        now: float,
+        details: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Close a pending approval (replacing its `details` when given); False when not pending."""
+        if details is None:
+            cursor = self.execute(
+                "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ? "
+                "WHERE id = ? AND status = 'pending'",
+                (status, by, comment, now, approval_id),
+            )
+        else:
+            cursor = self.execute(
+                "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ?, "
+                "details = ? WHERE id = ? AND status = 'pending'",
+                (status, by, comment, now, dumps(details), approval_id),
+            )
+        return bool(cursor.rowcount == 1)
+
+    def job_approvals(self, job_id: int) -> list[ApprovalRow]:
+        """Every approval a job asked for, oldest first (an agent step may ask several)."""
+        rows = self.all(
+            f"SELECT {_APPROVAL} FROM tm_approvals WHERE job_id = ? ORDER BY created_at, id",
+            (job_id,),
+        )
+        return [ApprovalRow.of(row) for row in rows]
+
+    def expired_approvals(self, now: float, limit: int = 20) -> list[ApprovalRow]:
+        """Pending approvals whose time is up."""
+        rows = self.all(
+            f"SELECT {_APPROVAL} FROM tm_approvals WHERE status = 'pending' "
+            f"AND expires_at < ? ORDER BY expires_at LIMIT ?{self._skip_locked}",
+            (now, limit),
+        )
+        return [ApprovalRow.of(row) for row in rows]
+
+    def cancel_approvals(self, run_id: str, now: float) -> None:
+        """Close a run's pending approvals as cancelled."""
+        self.execute(
+            "UPDATE tm_approvals SET status = 'cancelled', decided_at = ? "
+            "WHERE run_id = ? AND status = 'pending'",
+            (now, run_id),
+        )

@@ -1,0 +1,216 @@
+"""`ClaimQueries`: workers claiming jobs under a lease, and the job queue's fast path.
+
+Queued jobs are claimed in queue order; jobs whose lease ran out are taken
+over. A top-level run of one step (a plain job queue) is ended and the next
+jobs claimed in one transaction, on PostgreSQL in one statement.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tidemill.store._jobs import JobQueries
+from tidemill.store._rows import JobRow, RunRow
+from tidemill.store._statements import dumps, postgres_sql
+
+__all__ = ["ClaimQueries", "Ending"]
+
+_RUN = RunRow.COLUMNS
+_JOB = JobRow.COLUMNS
+
+
+def _claim_sql(also: str = "") -> str:
+    """PostgreSQL's claim of queued jobs (`also`: one more condition on them).
+
+    The parameters are the worker, its lease's end, the start time, the time
+    jobs must be due by, and how many to take. The inner query picks and locks
+    the jobs in queue order (`FOR UPDATE SKIP LOCKED` yields only rows that are
+    still queued once locked); the update then finds each by its primary key.
+    """
+    return (
+        "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
+        "epoch = epoch + 1, started_at = ? FROM (SELECT id AS picked FROM tm_jobs "
+        f"WHERE status = 'queued' AND run_at <= ?{also} ORDER BY run_at, id LIMIT ? "
+        f"FOR UPDATE SKIP LOCKED) pick WHERE id = pick.picked RETURNING {_JOB}"
+    )
+
+
+# What a claim returns from its CTE `c`: each job, its run and the run's context.
+_CLAIMED = ", ".join(
+    [f"c.{name.strip()}" for name in _JOB.split(",")]
+    + [f"r.{name.strip()}" for name in _RUN.split(",")]
+    + ["p.body"]
+)
+_CLAIMED_JOINS = (
+    "LEFT JOIN tm_runs r ON r.id = c.run_id "
+    "LEFT JOIN tm_payloads p ON p.run_id = c.run_id AND p.key = 'context'"
+)
+_JOB_WIDTH = len(_JOB.split(","))
+
+Ending = tuple[bool, bool, list[tuple[JobRow, RunRow, Any]]]
+"""What `Tx.end_run_and_claim` did: recorded, ended the run, and the jobs it claimed."""
+
+
+def _claimed(row: Sequence[Any]) -> tuple[JobRow, RunRow, Any]:
+    """A claimed job, its run and the run's context, from the columns of `_CLAIMED`."""
+    body = row[-1]
+    job = JobRow.of(tuple(row[:_JOB_WIDTH]))
+    run = RunRow.of(tuple(row[_JOB_WIDTH:-1]))
+    return job, run, None if body is None else json.loads(body)
+
+
+class ClaimQueries(JobQueries):
+    """The statements that claim jobs, renew their leases, and end a job queue's runs."""
+
+    def claim(
+        self, worker: str, limit: int, *, now: float, lease_until: float, reclaim: bool = True
+    ) -> list[JobRow]:
+        """Claim up to `limit` jobs: expired leases first (when `reclaim`), then queued jobs."""
+        claimed: list[JobRow] = []
+        if reclaim:
+            claimed.extend(self._reclaim(worker, limit, now=now, lease_until=lease_until))
+        if len(claimed) < limit:
+            fresh = (
+                _claim_sql()
+                if self.dialect == "postgres"
+                else "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
+                "epoch = epoch + 1, started_at = ? WHERE status = 'queued' AND id IN ("
+                "SELECT id FROM tm_jobs WHERE status = 'queued' AND run_at <= ? "
+                f"ORDER BY run_at, id LIMIT ?) RETURNING {_JOB}"
+            )
+            rows = self.all(fresh, (worker, lease_until, now, now, limit - len(claimed)))
+            claimed.extend(JobRow.of(row) for row in rows)
+        claimed.sort(key=lambda job: job.id)
+        return claimed
+
+    def claim_with_runs(
+        self, worker: str, limit: int, *, now: float, lease_until: float, reclaim: bool = True
+    ) -> list[tuple[JobRow, RunRow, Any]]:
+        """`claim`, each job with its run and the run's `context` payload.
+
+        On PostgreSQL the queued jobs come with their runs in one statement.
+        """
+        if self.dialect == "sqlite" or reclaim:
+            out = []
+            for job in self.claim(worker, limit, now=now, lease_until=lease_until, reclaim=reclaim):
+                found = self.run_and_payload(job.run_id, "context")
+                assert found is not None
+                out.append((job, found[0], found[1]))
+            return out
+        rows = self.all(
+            f"WITH c AS ({_claim_sql()}) SELECT {_CLAIMED} FROM c {_CLAIMED_JOINS} ORDER BY c.id",
+            (worker, lease_until, now, now, limit),
+        )
+        return [_claimed(row) for row in rows]
+
+    def _reclaim(self, worker: str, limit: int, *, now: float, lease_until: float) -> list[JobRow]:
+        """Take over jobs whose lease ran out; each claim moves the job's epoch on."""
+        reclaim = (
+            "UPDATE tm_jobs SET worker = ?, lease_until = ?, epoch = epoch + 1, started_at = ? "
+            "WHERE status = 'running' AND lease_until < ? AND id IN ("
+            "SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < ? "
+            # A worker never takes over its own job: it may still be running it
+            # (its renewals failed for a while); another worker will, if it died.
+            "AND worker <> ? "
+            f"ORDER BY lease_until LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
+        )
+        rows = self.all(reclaim, (worker, lease_until, now, now, now, worker, limit))
+        return [JobRow.of(row) for row in rows]
+
+    def renew(self, worker: str, held: Mapping[int, int], lease_until: float) -> set[int]:
+        """Extend the leases of `held` (job id to epoch); return the ids still held."""
+        if not held:
+            return set()
+        ids = list(held)
+        marks = ", ".join("?" for _ in ids)
+        rows = self.all(
+            f"UPDATE tm_jobs SET lease_until = ? WHERE worker = ? AND status = 'running' "
+            f"AND id IN ({marks}) RETURNING id, epoch",
+            (lease_until, worker, *ids),
+        )
+        return {int(job_id) for job_id, epoch in rows if held.get(int(job_id)) == epoch}
+
+    def end_run_and_claim(
+        self, job: JobRow, result: Any, *, now: float, worker: str, limit: int, lease_until: float
+    ) -> Ending | None:
+        """Record the succeeded last step of a run, end the run, and claim the next jobs.
+
+        For a top-level run of one step whose result is the run's result (a
+        plain job queue). In order: lock the run's row, finish `job` (fenced
+        by its epoch) and record `result`, end the run with that result when
+        it is still `running`, then claim up to `limit` queued jobs, as
+        `claim_with_runs` does. Nothing is written when the job is no longer
+        held, and nothing is claimed then either.
+
+        Returns None when the run is gone, else `(recorded, ended, claimed)`.
+        On PostgreSQL it is one statement (`end_run_and_claim_statement`),
+        which a worker runs with `Store.write_one`.
+        """
+        if self.dialect == "postgres":
+            sql, params = self.end_run_and_claim_statement(
+                job, result, now=now, worker=worker, limit=limit, lease_until=lease_until
+            )
+            return self.ending(self.all(sql, params))
+        run = self.run(job.run_id, lock=True)
+        if run is None:
+            return None
+        if not self.finish_and_record(job, status="succeeded", value=result, now=now):
+            return False, False, []
+        ended = run.status == "running"
+        if ended:
+            self.end_run(run.id, result=result, now=now)
+        claimed = self.claim_with_runs(
+            worker, limit, now=now, lease_until=lease_until, reclaim=False
+        )
+        return True, ended, claimed
+
+    @staticmethod
+    def end_run_and_claim_statement(
+        job: JobRow, result: Any, *, now: float, worker: str, limit: int, lease_until: float
+    ) -> tuple[str, tuple[Any, ...]]:
+        """`end_run_and_claim` on PostgreSQL: one statement and its parameters.
+
+        Being one statement, it can run as a transaction of its own: one round
+        trip for everything a job queue's worker writes per job. Read its rows
+        with `ending`.
+        """
+        body = dumps(result)
+        sql = (
+            # The run's row is locked first, as every change to a run does; the
+            # job is finished only once the lock is held (`EXISTS (... held)`),
+            # and each later part runs only when the one before it wrote.
+            "WITH held AS (SELECT id, status FROM tm_runs WHERE id = ? FOR UPDATE), "
+            "done AS (UPDATE tm_jobs SET status = 'succeeded', finished_at = ?, error = NULL, "
+            "lease_until = NULL WHERE id = ? AND status = 'running' AND epoch = ? "
+            "AND EXISTS (SELECT 1 FROM held) RETURNING id), "
+            "res AS (INSERT INTO tm_results (run_id, step_id, job_id, status, body, recorded_at) "
+            "SELECT ?, ?, id, 'succeeded', ?, ? FROM done RETURNING job_id), "
+            "ended AS (UPDATE tm_runs SET status = 'succeeded', finished_at = ? "
+            "WHERE id = (SELECT id FROM held WHERE status = 'running') "
+            "AND EXISTS (SELECT 1 FROM res) RETURNING id), "
+            "kept AS (INSERT INTO tm_payloads (run_id, key, body) "
+            "SELECT id, 'result', ? FROM ended "
+            "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body), "
+            f"c AS ({_claim_sql(' AND EXISTS (SELECT 1 FROM res)')}) "
+            "SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM res), "
+            f"(SELECT count(*) FROM ended), {_CLAIMED} "
+            f"FROM (SELECT 1) one LEFT JOIN c ON true {_CLAIMED_JOINS} ORDER BY c.id"
+        )
+        params = (
+            *(job.run_id, now, job.id, job.epoch),
+            *(job.run_id, job.step_id, body, now),
+            *(now, body),
+            *(worker, lease_until, now, now, limit),
+        )
+        return postgres_sql(sql), params
+
+    @staticmethod
+    def ending(rows: Sequence[Sequence[Any]]) -> Ending | None:
+        """What `end_run_and_claim_statement` returned, as `end_run_and_claim` returns it."""
+        found, recorded, ended = rows[0][:3]
+        if not found:
+            return None
+        claimed = [_claimed(row[3:]) for row in rows if row[3] is not None]
+        return bool(recorded), bool(ended), claimed

@@ -1,0 +1,168 @@
+"""`RunQueries`: flow definitions, runs, their JSON payloads, and concurrency gates."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tidemill.store._rows import RunRow
+from tidemill.store._statements import Statements, dumps
+
+__all__ = ["RunQueries"]
+
+_RUN = RunRow.COLUMNS
+
+
+class RunQueries(Statements):
+    """The statements about runs: definitions, runs, payloads and concurrency gates."""
+
+    # --- definitions ----------------------------------------------------
+
+    def put_definition(self, digest: str, name: str, body: str, now: float) -> None:
+        """Store a flow definition under its content digest (once)."""
+        self.execute(
+            "INSERT INTO tm_definitions (digest, name, body, created_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (digest) DO NOTHING",
+            (digest, name, body, now),
+        )
+
+    def definition(self, digest: str) -> str | None:
+        """A stored flow definition's JSON text."""
+        row = self.one("SELECT body FROM tm_definitions WHERE digest = ?", (digest,))
+        return None if row is None else str(row[0])
+
+    # --- runs -----------------------------------------------------------
+
+    def insert_run(self, run: RunRow) -> None:
+        """Add a run."""
+        self.execute(
+            f"INSERT INTO tm_runs ({_RUN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.id,
+                run.root_id,
+                run.parent_id,
+                run.parent_job,
+                run.child_index,
+                run.scope,
+                run.flow_name,
+                run.digest,
+                run.status,
+                run.concurrency_key,
+                run.created_at,
+                run.started_at,
+                run.finished_at,
+                None if run.error is None else dumps(run.error),
+            ),
+        )
+
+    def run(self, run_id: str, *, lock: bool = False) -> RunRow | None:
+        """A run by id; `lock` holds its row until the transaction ends."""
+        suffix = self._lock if lock else ""
+        row = self.one(f"SELECT {_RUN} FROM tm_runs WHERE id = ?{suffix}", (run_id,))
+        return None if row is None else RunRow.of(row)
+
+    def run_and_payload(self, run_id: str, key: str) -> tuple[RunRow, Any] | None:
+        """A run and one of its payloads (None when absent), in one query."""
+        columns = ", ".join(f"r.{name.strip()}" for name in _RUN.split(","))
+        row = self.one(
+            f"SELECT {columns}, p.body FROM tm_runs r LEFT JOIN tm_payloads p "
+            "ON p.run_id = r.id AND p.key = ? WHERE r.id = ?",
+            (key, run_id),
+        )
+        if row is None:
+            return None
+        *run, body = row
+        return RunRow.of(tuple(run)), None if body is None else json.loads(body)
+
+    def set_run(self, run_id: str, **fields: Any) -> None:
+        """Update a run's columns (`error` is given as a dict)."""
+        if "error" in fields and fields["error"] is not None:
+            fields["error"] = dumps(fields["error"])
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        self.execute(f"UPDATE tm_runs SET {assignments} WHERE id = ?", (*fields.values(), run_id))
+
+    def runs(
+        self, *, status: str | None = None, flow: str | None = None, limit: int = 50
+    ) -> list[RunRow]:
+        """Top-level runs, newest first."""
+        where, params = ["parent_id IS NULL"], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if flow is not None:
+            where.append("flow_name = ?")
+            params.append(flow)
+        rows = self.all(
+            f"SELECT {_RUN} FROM tm_runs WHERE {' AND '.join(where)} "
+            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [RunRow.of(row) for row in rows]
+
+    def children(self, parent_job: int) -> list[RunRow]:
+        """The child runs of a container job, in their declared order."""
+        rows = self.all(
+            f"SELECT {_RUN} FROM tm_runs WHERE parent_job = ? ORDER BY child_index",
+            (parent_job,),
+        )
+        return [RunRow.of(row) for row in rows]
+
+    def set_parent_job(self, run_id: str, parent_job: int) -> None:
+        """Hand a child run to another job of the same step (a tool call's child, on a retry)."""
+        self.execute("UPDATE tm_runs SET parent_job = ? WHERE id = ?", (parent_job, run_id))
+
+    def tree(self, root_id: str) -> list[RunRow]:
+        """A top-level run and all its descendants, oldest first."""
+        rows = self.all(
+            f"SELECT {_RUN} FROM tm_runs WHERE root_id = ? ORDER BY created_at, id", (root_id,)
+        )
+        return [RunRow.of(row) for row in rows]
+
+    # --- payloads -------------------------------------------------------
+
+    def put_payload(self, run_id: str, key: str, value: Any) -> None:
+        """Store a JSON value for a run (its input, context, result, loop items)."""
+        self.execute(
+            "INSERT INTO tm_payloads (run_id, key, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body",
+            (run_id, key, dumps(value)),
+        )
+
+    def payload(self, run_id: str, key: str, default: Any = None) -> Any:
+        """A run's stored JSON value, or `default`."""
+        row = self.one("SELECT body FROM tm_payloads WHERE run_id = ? AND key = ?", (run_id, key))
+        return default if row is None else json.loads(row[0])
+
+    # --- concurrency gates ---------------------------------------------
+
+    def lock_gate(self, key: str) -> None:
+        """Serialise the transactions that start or finish runs under one concurrency key."""
+        self.execute("INSERT INTO tm_gates (key) VALUES (?) ON CONFLICT (key) DO NOTHING", (key,))
+        self.execute(f"SELECT key FROM tm_gates WHERE key = ?{self._lock}", (key,))
+
+    def gate_active(self, key: str) -> int:
+        """How many top-level runs under `key` hold a slot."""
+        row = self.one(
+            "SELECT COUNT(*) FROM tm_runs WHERE concurrency_key = ? AND parent_id IS NULL "
+            "AND status IN ('running', 'waiting')",
+            (key,),
+        )
+        return 0 if row is None else int(row[0])
+
+    def gate_next(self, key: str) -> RunRow | None:
+        """The oldest run waiting for a slot under `key`."""
+        row = self.one(
+            f"SELECT {_RUN} FROM tm_runs WHERE concurrency_key = ? AND status = 'queued' "
+            "ORDER BY created_at, id LIMIT 1",
+            (key,),
+        )
+        return None if row is None else RunRow.of(row)
+
+    def gate_ahead(self, key: str, run: RunRow) -> int:
+        """How many runs wait for a slot under `key` ahead of `run` (they start first)."""
+        row = self.one(
+            "SELECT COUNT(*) FROM tm_runs WHERE concurrency_key = ? AND status = 'queued' "
+            "AND (created_at < ? OR (created_at = ? AND id < ?))",
+            (key, run.created_at, run.created_at, run.id),
+        )
+        return 0 if row is None else int(row[0])
