@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from tidemill.engine import AsyncEngine
-from tidemill.engine._advance import Transition
 from tidemill.engine._models import ModelChoice
-from tidemill.engine._scope import Definitions
 from tidemill.engine.ai._child_runs import ChildRequest, ChildWait, child_run_id
+from tidemill.engine.runs._scope import Definitions
+from tidemill.engine.runs._transition import Transition
 from tidemill.errors import FlowValidationError
 from tidemill.flows import Flow
 from tidemill.llm import Model, ScriptedModel

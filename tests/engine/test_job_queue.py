@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from tidemill.engine import AsyncEngine
-from tidemill.engine._advance import Transition
 from tidemill.engine._outcome import Outcome
-from tidemill.engine._scope import Definitions
+from tidemill.engine.runs._scope import Definitions
+from tidemill.engine.runs._transition import Transition
 from tidemill.errors import StoreError
 from tidemill.flows import Flow
 from tidemill.store import JobRow, Store, StoreURL, Tx, upgrade

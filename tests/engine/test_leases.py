@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tidemill.engine._advance import Transition
 from tidemill.engine._outcome import Outcome, SpawnPlan
-from tidemill.engine._scope import Definitions
+from tidemill.engine.runs._scope import Definitions
+from tidemill.engine.runs._transition import Transition
 from tidemill.errors import LeaseLost
 from tidemill.flows import Flow
 from tidemill.store import JobRow, LogRow, RunRow, Store, StoreURL, Tx, upgrade

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tidemill.engine.workers._pool import ScriptCall, ScriptOutcome, ScriptPool
+from tidemill.engine.scripts._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.errors import ConfigurationError, EngineError, SerializationError
 
 pytestmark = pytest.mark.slow
@@ -400,7 +400,7 @@ def test_children_exit_when_their_parent_dies() -> None:
     parent = textwrap.dedent(
         """
         import asyncio
-        from tidemill.engine.workers._pool import ScriptCall, ScriptPool
+        from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 
         async def main():
             pool = ScriptPool(size=2)

@@ -12,9 +12,9 @@ import pytest
 
 from tidemill.agents.journal import ModelTurn, ToolStarted, UserInput
 from tidemill.engine import AsyncEngine, Wait
-from tidemill.engine._advance import Transition
 from tidemill.engine._journal import open_journal, thread_id
 from tidemill.engine._models import ModelChoice
+from tidemill.engine.runs._transition import Transition
 from tidemill.errors import RunNotFound
 from tidemill.flows import Flow
 from tidemill.llm import Model, ScriptedModel

@@ -8,16 +8,15 @@ Who owns what, from the top down (a module imports only from those below
 it; an import-linter contract keeps it so):
 
 - `_facade` (`Engine`, `Run`) over `_engine` (`AsyncEngine`): the front.
-- `workers._worker` (`Worker`): claims a job, executes it, records the result.
-- `_execute`: one step by its kind; `_waits`: what a run waits for.
-- `_advance` (`Transition`): every change of runs and jobs, one transaction
-  each: `_record` (a job's result), `_decisions` (approvals), `_lifecycle`
-  (create, cancel, retry), on `_progress` (how a run moves on), `_context`
-  (what a step's expressions see) and `_scope` (the steps a run executes).
+- `workers`: `Worker` claims a job, executes it by its kind (`_execute`) and
+  records the result.
+- `runs`: every change of runs and jobs, one transaction each (`Transition`),
+  and what a run waits for (`Wait`).
 - `ai`: the `ai_action` and `ai_agent` steps (see `tidemill.engine.ai`).
 - What the steps share: `_step_env` (`StepInfo`, `StepEnv`), `_metrics`,
   `_outcome` (`Outcome`, `SpawnPlan`), `_journal` and `_memory` (what agent
-  steps keep in the store), `_models`, `_ids`, `workers._pool` (`ScriptPool`).
+  steps keep in the store), `_models`, `_ids`, and `scripts` (`ScriptPool`,
+  the pre-started processes scripts and tools run in).
 
 Example:
     >>> import tempfile
@@ -36,8 +35,8 @@ from tidemill.engine._facade import Engine, Run
 from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, default_models
 from tidemill.engine._step_env import StepInfo, current_step
-from tidemill.engine._waits import WAIT_KINDS, Wait
-from tidemill.engine.workers._pool import ScriptCall, ScriptOutcome, ScriptPool
+from tidemill.engine.runs._waits import WAIT_KINDS, Wait
+from tidemill.engine.scripts._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.engine.workers._worker import Worker
 
 __all__ = [

@@ -15,10 +15,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tidemill.engine._advance import Transition
 from tidemill.engine._journal import Journal, open_journal, thread_id
-from tidemill.engine._scope import Definitions
-from tidemill.engine._waits import Wait, read_waits
+from tidemill.engine.runs._scope import Definitions
+from tidemill.engine.runs._transition import Transition
+from tidemill.engine.runs._waits import Wait, read_waits
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import RunFailed, RunNotFound, RunStateError, RunTimeout
 from tidemill.flows import Flow, compile_expression

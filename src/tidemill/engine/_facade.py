@@ -9,7 +9,7 @@ from typing import Any
 
 from tidemill._sync import LoopThread
 from tidemill.engine._engine import AsyncEngine, RunInfo
-from tidemill.engine._waits import Wait
+from tidemill.engine.runs._waits import Wait
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import RunStateError
 from tidemill.flows import Flow

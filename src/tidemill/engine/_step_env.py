@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._models import ModelResolver
-from tidemill.engine.workers._pool import ScriptPool
+from tidemill.engine.scripts._pool import ScriptPool
 from tidemill.store import JobRow, RunRow, Store
 
 if TYPE_CHECKING:

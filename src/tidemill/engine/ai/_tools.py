@@ -16,7 +16,7 @@ from typing import Any
 
 from tidemill.engine._step_env import StepInfo, call_in_process
 from tidemill.engine.ai._schema import function_source, signature_schema
-from tidemill.engine.workers._pool import ScriptCall, ScriptPool
+from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 from tidemill.errors import ConfigurationError, ExpressionError
 from tidemill.flows import AgentToolSpec, compile_expression
 from tidemill.store import Store

@@ -1,8 +1,8 @@
 """Workers: claim jobs from the store under a lease, run them, record the outcome.
 
-- `_worker` (`Worker`): the claim/execute/record loop, over the engine's run
-  changes (`Transition`) and step dispatch (`execute`).
-- `_pool` (`ScriptPool`): pre-started Python processes for script steps and
-  tools; it imports nothing of the engine, and the steps' executors use it.
-- `_child`: what each of those processes runs, started by file path.
+- `_worker` (`Worker`): the claim/execute/record loop, over the run changes of
+  `tidemill.engine.runs`; it renews each job's lease while the job runs.
+- `_execute`: one claimed step by its kind: a leaf step (a script, an
+  identity) runs here and returns an `Outcome`; a step with a body spawns
+  child runs; an AI step goes to `tidemill.engine.ai`.
 """

@@ -27,9 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from tidemill.engine._advance import Transition
-from tidemill.engine._context import context_for, load_definition
-from tidemill.engine._execute import execute, stop_requested
 from tidemill.engine._ids import new_id
 from tidemill.engine._journal import Journals
 from tidemill.engine._models import (
@@ -40,12 +37,15 @@ from tidemill.engine._models import (
     sends_requests,
 )
 from tidemill.engine._outcome import Outcome, SpawnPlan
-from tidemill.engine._progress import Take
-from tidemill.engine._scope import Definitions
 from tidemill.engine._step_env import ApprovalPlan, StepEnv
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._pause import AgentPause
-from tidemill.engine.workers._pool import ScriptPool
+from tidemill.engine.runs._context import context_for, load_definition
+from tidemill.engine.runs._progress import Take
+from tidemill.engine.runs._scope import Definitions
+from tidemill.engine.runs._transition import Transition
+from tidemill.engine.scripts._pool import ScriptPool
+from tidemill.engine.workers._execute import execute, stop_requested
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
 from tidemill.flows import Step
 from tidemill.llm import Model

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidemill.engine._ids import new_id
-from tidemill.engine._progress import Progress
 from tidemill.engine.ai._child_runs import is_tool_child
+from tidemill.engine.runs._progress import Progress
 from tidemill.errors import RunNotFound, RunStateError
 from tidemill.flows import Flow
 from tidemill.store import FINISHED_RUN, JobRow, RunRow

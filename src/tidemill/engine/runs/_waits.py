@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemill.engine._context import load_definition, top_run_or_error
-from tidemill.engine._scope import Definitions
+from tidemill.engine.runs._context import load_definition, top_run_or_error
+from tidemill.engine.runs._scope import Definitions
 from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx
 
 __all__ = ["WAIT_KINDS", "Wait", "read_waits"]

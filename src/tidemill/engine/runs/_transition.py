@@ -19,9 +19,9 @@ module on the machinery of `Progress` (`_progress`):
 
 from __future__ import annotations
 
-from tidemill.engine._decisions import Decisions
-from tidemill.engine._lifecycle import Lifecycle
-from tidemill.engine._record import Recording
+from tidemill.engine.runs._decisions import Decisions
+from tidemill.engine.runs._lifecycle import Lifecycle
+from tidemill.engine.runs._record import Recording
 
 __all__ = ["Transition"]
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidemill.engine._outcome import Outcome, SpawnPlan
-from tidemill.engine._progress import Progress, lease_lost
-from tidemill.engine._scope import child_scope
 from tidemill.engine.ai._child_runs import ChildWait, tool_part
+from tidemill.engine.runs._progress import Progress, lease_lost
+from tidemill.engine.runs._scope import child_scope
 from tidemill.errors import LeaseLost, RunNotFound
 from tidemill.store import JobRow, RunRow
 

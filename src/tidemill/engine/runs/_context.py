@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tidemill.engine._scope import Definitions, Scope
 from tidemill.engine.ai._child_runs import is_tool_child, own_path
+from tidemill.engine.runs._scope import Definitions, Scope
 from tidemill.errors import RunNotFound
 from tidemill.flows import Flow, Step, compile_expression, placeholders
 from tidemill.store import RunRow, Tx

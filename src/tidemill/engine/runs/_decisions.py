@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._ids import new_id
-from tidemill.engine._progress import Progress, lease_lost
 from tidemill.engine.ai._approvals import check_decision, expired_decision
 from tidemill.engine.ai._budget import check_extend
 from tidemill.engine.ai._question import check_answer, expired_answer
 from tidemill.engine.ai._reconcile import check_reconcile
+from tidemill.engine.runs._progress import Progress, lease_lost
 from tidemill.errors import ApprovalDecisionError, LeaseLost, RunNotFound
 from tidemill.store import ApprovalRow, JobRow
 

@@ -15,7 +15,7 @@ from typing import Any
 from tidemill.engine._outcome import Outcome, SpawnPlan
 from tidemill.engine._step_env import ApprovalPlan, StepEnv, StepInfo, call_in_process
 from tidemill.engine.ai._child_runs import ChildWait
-from tidemill.engine.workers._pool import ScriptCall, ScriptPool
+from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 from tidemill.errors import ExpressionError, FlowInputError
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
 

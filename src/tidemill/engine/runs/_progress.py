@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemill.engine._context import load_definition
 from tidemill.engine._ids import new_id
-from tidemill.engine._scope import Definitions, Scope, child_scope
 from tidemill.engine.ai._child_runs import is_tool_child
+from tidemill.engine.runs._context import load_definition
+from tidemill.engine.runs._scope import Definitions, Scope, child_scope
 from tidemill.errors import LeaseLost, RunNotFound
 from tidemill.flows import Step
 from tidemill.store import FINISHED_RUN, JobRow, RunRow, Tx

@@ -4,7 +4,7 @@ Each call runs in a child process the pool started ahead of time and reuses,
 so a step pays for a pipe round trip, not for an interpreter start. What a
 script does to its process (crash, exit, segfault, hang, leave threads behind)
 fails that call only: the pool kills the child when it must and starts a
-replacement in the background. The child's code is `tidemill.engine.workers._child`.
+replacement in the background. The child's code is `tidemill.engine.scripts._child`.
 """
 
 from __future__ import annotations
