@@ -26,8 +26,8 @@ test: $(STAMP)  ## The whole test suite
 	$(PY) -m pytest
 
 check: $(STAMP)  ## Lint, format check and strict type check
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples docs_hooks.py
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs_hooks.py
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
@@ -38,8 +38,8 @@ docs-serve: $(STAMP)  ## Serve the docs site at http://127.0.0.1:8000 while edit
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format src tests benchmarks examples
-	$(VENV)/bin/ruff check --fix src tests benchmarks examples
+	$(VENV)/bin/ruff format src tests benchmarks examples docs_hooks.py
+	$(VENV)/bin/ruff check --fix src tests benchmarks examples docs_hooks.py
 
 $(BENCH)/.installed: benchmarks/requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(BENCH)

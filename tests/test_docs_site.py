@@ -44,6 +44,6 @@ def test_the_python_examples_of_a_page_run_in_order(
     for index, block in enumerate(blocks):
         source = f"docs/{page.relative_to(DOCS)} block {index}"
         try:
-            exec(compile(block, source, "exec"), namespace)
+            exec(compile(block, source, "exec", dont_inherit=True), namespace)
         except Exception as exc:  # pragma: no cover - the message is the point
             raise AssertionError(f"{source} failed: {exc!r}\n{block}") from exc

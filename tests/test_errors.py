@@ -65,3 +65,18 @@ def test_errors_are_named_by_their_public_module() -> None:
         assert getattr(importlib.import_module(cls.__module__), cls.__qualname__) is cls
     error = errors.RunNotFound("No run 'r1'.")
     assert traceback.format_exception_only(error) == ["tidemill.errors.RunNotFound: No run 'r1'.\n"]
+
+
+def test_the_rate_limit_hint_names_a_setting_models_accept() -> None:
+    import tidemill
+    from tidemill.errors import ConfigurationError, RateLimitError
+    from tidemill.llm import RetryPolicy
+
+    hint = RateLimitError("Slow down.", provider="openai").hint or ""
+    assert "retry=RetryPolicy(max_retries=...)" in hint
+    accepted = tidemill.agent().llm(
+        "openai:gpt-4o-mini", api_key="sk-test", retry=RetryPolicy(max_retries=1)
+    )
+    assert accepted.describe()
+    with pytest.raises(ConfigurationError):
+        tidemill.agent().llm("openai:gpt-4o-mini", api_key="sk-test", max_retries=1).describe()

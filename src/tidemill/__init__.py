@@ -1,6 +1,6 @@
 """Tidemill: run AI agents as durable steps of workflows.
 
-Example:
+Examples:
     >>> import tidemill
     >>> print(tidemill.agent().llm("fake", responses=["Hello!"]).run("Say hello"))
     Hello!

@@ -145,6 +145,30 @@ def test_key_shaped_tokens_are_scrubbed_even_when_not_ours() -> None:
     assert redact("ask-me anything", []) == "ask-me anything"
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "gsk_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2,  # Groq
+        "xai-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",  # xAI
+        "AIzaSyA-" + "b3dEf6hIj9kLm2nOp5qRs8tUv1wXy4",  # Google API key
+        "AKIAIOSFODNN7EXAMPLE",  # AWS access key id
+        "ASIAY34FZKBOKMUTVV7A",  # AWS temporary access key id
+        "sk-ant-api03-" + "Ab3dEf6hIj9kLm2nOp5q",  # Anthropic
+        "sk-or-v1-" + "0123456789abcdef0123",  # OpenRouter
+    ],
+)
+def test_every_vendors_key_shape_is_scrubbed(key: str) -> None:
+    echoed = f"upstream said: invalid key {key}, try again"
+    assert redact(echoed, []) == "upstream said: invalid key [REDACTED], try again"
+    error = error_from_payload("openai-compatible", {"error": {"message": echoed}}, body=echoed)
+    assert key not in str(error) and key not in (error.body or "")
+
+
+def test_words_that_merely_start_like_a_key_are_left_alone() -> None:
+    text = "gsk_short, AIzaShort, AKIA-lower, the-task-scheduler-service-name"
+    assert redact(text, []) == text
+
+
 def test_errors_inside_a_stream() -> None:
     groq = error_from_payload(
         "groq",

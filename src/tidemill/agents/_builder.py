@@ -40,7 +40,7 @@ class _Closeable(Protocol):
 def agent() -> AgentBuilder:
     """Start building an agent.
 
-    Example:
+    Examples:
         >>> from tidemill import agent
         >>> print(agent().llm("fake", responses=["Hello!"]).run("Say hello"))
         Hello!
@@ -57,7 +57,7 @@ class AgentBuilder(RuntimeFront):
     mistake shows where it is made; components given as objects are used as
     they are and stay the caller's to close.
 
-    Example:
+    Examples:
         >>> from tidemill import agent, tool
         >>> @tool
         ... def now() -> str:
@@ -94,7 +94,7 @@ class AgentBuilder(RuntimeFront):
         Raises:
             ConfigurationError: For an unknown provider or option.
 
-        Example:
+        Examples:
             >>> from tidemill import agent
             >>> _ = agent().llm("fake", responses=["ok"], strict=True)
         """
@@ -181,7 +181,7 @@ class AgentBuilder(RuntimeFront):
         Raises:
             ConfigurationError: If `limit` is negative.
 
-        Example:
+        Examples:
             >>> from tidemill import agent
             >>> _ = agent().llm("fake").tool_call_retries(3)
         """
@@ -221,7 +221,7 @@ class AgentBuilder(RuntimeFront):
                 or a `Checkpointer`.
             **config: Options for the checkpointer (`path=`, `url=`, `schema=`).
 
-        Example:
+        Examples:
             >>> import pathlib, tempfile
             >>> from tidemill import agent
             >>> path = pathlib.Path(tempfile.mkdtemp()) / "agent.db"
@@ -245,7 +245,7 @@ class AgentBuilder(RuntimeFront):
             worker: An agent builder, a runtime, or anything with `arun` and `astate`.
             description: What the specialist is good at; the supervisor routes on it.
 
-        Example:
+        Examples:
             >>> from tidemill import agent
             >>> _ = (agent().llm("fake")
             ...      .agent("researcher", agent().llm("fake"),
@@ -301,7 +301,7 @@ class AgentBuilder(RuntimeFront):
         Raises:
             ConfigurationError: For an unknown memory or option.
 
-        Example:
+        Examples:
             >>> from tidemill import agent
             >>> _ = agent().llm("fake").memory("window", size=10)
         """
@@ -322,7 +322,7 @@ class AgentBuilder(RuntimeFront):
         only as much as a match could still need). Redacting replaces matches
         with placeholders such as `[EMAIL]`; blocking raises `GuardrailViolation`.
 
-        Example:
+        Examples:
             >>> from tidemill import agent
             >>> bot = agent().llm("fake", responses=["Write to ann@example.org."])
             >>> bot.guardrails(pii=True, on_violation="redact").run("Contact?").output
@@ -363,7 +363,7 @@ class AgentBuilder(RuntimeFront):
         Raises:
             ConfigurationError: If a limit is less than 1.
 
-        Example:
+        Examples:
             >>> from tidemill import agent
             >>> _ = agent().llm("fake").limits(requests=5, total_tokens=20_000)
         """
@@ -404,7 +404,7 @@ class AgentBuilder(RuntimeFront):
             ConfigurationError: For a type without a schema, an invalid schema,
                 or `strict` with a schema strict mode cannot express.
 
-        Example:
+        Examples:
             >>> from pydantic import BaseModel
             >>> from tidemill import agent
             >>> class Verdict(BaseModel):

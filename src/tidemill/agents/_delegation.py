@@ -69,9 +69,13 @@ class Delegation:
     """
 
     max_depth: int = 3
+    """How deep delegations may nest."""
     max_fan_out: int = 4
+    """Delegations one model turn may start; the rest are refused."""
     max_concurrency: int = 4
+    """Children running at once, across the supervisor."""
     child_limits: UsageLimits | None = None
+    """Usage limits for each child run; None: each child's own limits."""
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "max_fan_out", "max_concurrency"):
@@ -102,7 +106,7 @@ class AgentTool(Tool):
         description: What the specialist is good at; the supervisor routes on it.
         delegation: The bounds shared by the supervisor's specialists.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill import agent
         >>> from tidemill.tools import ToolContext
@@ -115,6 +119,7 @@ class AgentTool(Tool):
     """
 
     delegates = True
+    """True: calling it runs the specialist, within the delegation bounds."""
 
     def __init__(
         self,

@@ -165,7 +165,7 @@ class AgentFacade(ABC):
     ) -> Iterator[str]:
         """Blocking `astream_text`.
 
-        Example:
+        Examples:
             >>> from tidemill import agent
             >>> bot = agent().llm("fake", responses=["Hello there"])
             >>> "".join(bot.stream_text("Hi"))

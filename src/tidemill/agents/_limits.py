@@ -52,7 +52,7 @@ class UsageLimits:
     the budget was too large to send as `max_tokens`), or that was cut short
     by the lowered `max_tokens`, ends the run before any of its tool calls runs.
 
-    Example:
+    Examples:
         >>> limits = UsageLimits(requests=3, total_tokens=1000)
         >>> limits.before_request(Usage(requests=3))
         ('requests', 3)
@@ -65,8 +65,11 @@ class UsageLimits:
     tool_calls: int | None = None
     """Tool calls started."""
     input_tokens: int | None = None
+    """Input tokens, cached ones included, as the run's `Usage` counts them."""
     output_tokens: int | None = None
+    """Output tokens, as the run's `Usage` counts them."""
     total_tokens: int | None = None
+    """Input plus output tokens."""
 
     def __post_init__(self) -> None:
         for name in ("requests", "tool_calls", "input_tokens", "output_tokens", "total_tokens"):
@@ -131,7 +134,7 @@ class UsageLimits:
                 estimated input would cross `input_tokens` or leave no room for
                 output within `total_tokens`.
 
-        Example:
+        Examples:
             >>> from tidemill.types import Message
             >>> limits = UsageLimits(output_tokens=500)
             >>> request = ModelRequest([Message.user("Hi")])
@@ -236,7 +239,7 @@ def estimate_input_tokens(request: ModelRequest) -> int:
     output format's schema. Images, message framing and the provider's own
     tokenizer are not modelled, so the real count may differ either way.
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message
         >>> estimate_input_tokens(ModelRequest([Message.user("x" * 40)]))
         10

@@ -35,7 +35,7 @@ class OutputSpec:
     Bedrock. The answer is validated here all the same, and an invalid one
     is sent back for correction (`retries`).
 
-    Example:
+    Examples:
         >>> from pydantic import BaseModel
         >>> class City(BaseModel):
         ...     name: str

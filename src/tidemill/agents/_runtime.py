@@ -110,7 +110,7 @@ class AgentRuntime(AgentFacade):
             is journaled or streamed out.
         tracer: Where spans for the run, each model call and each tool call go.
 
-    Example:
+    Examples:
         >>> from tidemill.llm import ScriptedModel
         >>> runtime = AgentRuntime(model=ScriptedModel(["Done."]))
         >>> runtime.run("Say done.").output
@@ -313,7 +313,7 @@ class AgentRuntime(AgentFacade):
                 is in flight and `retry_in_flight` is False.
             AgentInterrupt: Calls still wait for a decision.
 
-        Example:
+        Examples:
             >>> from tidemill import agent, tool, AgentInterrupt, ToolCall
             >>> @tool(requires_approval=True)
             ... def deploy(env: str) -> str:

@@ -64,14 +64,18 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
+    """The journal format the event was written in (see `SCHEMA_VERSION`)."""
 
 
 class UserInput(_Event):
     """A run began with these messages (usually one user message)."""
 
     kind: Literal["user_message"] = "user_message"
+    """The event's tag in `JournalEvent`: always `"user_message"`."""
     messages: tuple[Message, ...]
+    """The run's input, in order."""
     run_id: str
+    """The id of the run these messages begin."""
 
 
 class ModelTurn(_Event):
@@ -82,7 +86,9 @@ class ModelTurn(_Event):
     """
 
     kind: Literal["model_response"] = "model_response"
+    """The event's tag in `JournalEvent`: always `"model_response"`."""
     response: ModelResponse
+    """The model's answer: its message (tool calls included), usage and model."""
     started: tuple[str, ...] = ()
     """Ids of this turn's calls that start with it, as if each had a `ToolStarted` (attempt 1)."""
 
@@ -91,8 +97,11 @@ class Correction(_Event):
     """The provider could not parse the model's tool call; the model is told why."""
 
     kind: Literal["correction"] = "correction"
+    """The event's tag in `JournalEvent`: always `"correction"`."""
     error: str
+    """Why the tool call could not be parsed."""
     feedback: str
+    """What the model is told, as a user message."""
 
 
 class ToolStarted(_Event):
@@ -104,17 +113,22 @@ class ToolStarted(_Event):
     """
 
     kind: Literal["tool_started"] = "tool_started"
+    """The event's tag in `JournalEvent`: always `"tool_started"`."""
     call: ToolCall
     """The call as it runs: with the approver's arguments when they were edited."""
     attempt: int = 1
+    """Which execution of the call this is: 1, then 2, ... when a run re-runs it."""
 
 
 class ToolFinished(_Event):
     """A tool call produced its result (possibly an error the model will see)."""
 
     kind: Literal["tool_finished"] = "tool_finished"
+    """The event's tag in `JournalEvent`: always `"tool_finished"`."""
     result: ToolResult
+    """The result the model sees: an error result when the call failed or was refused."""
     duration_ms: float = 0.0
+    """How long the call ran, in milliseconds, when recorded; the runtimes leave it 0."""
     usage: Usage | None = None
     """What the tool spent, when it reported it (a delegated agent, say)."""
     tool_calls: int = 0
@@ -125,31 +139,42 @@ class ApprovalRequested(_Event):
     """These calls wait for a human decision before they may run."""
 
     kind: Literal["approval_requested"] = "approval_requested"
+    """The event's tag in `JournalEvent`: always `"approval_requested"`."""
     calls: tuple[ToolCall, ...]
+    """The calls that wait, in the order the model made them."""
 
 
 class ApprovalDecided(_Event):
     """A human decided one pending call."""
 
     kind: Literal["approval_decided"] = "approval_decided"
+    """The event's tag in `JournalEvent`: always `"approval_decided"`."""
     call_id: str
+    """The id of the pending call that was decided."""
     decision: Decision
+    """The decision, as given: its action, edited arguments, feedback and actor."""
     decided_at: datetime
+    """When the decision was recorded."""
 
 
 class OutputRejected(_Event):
     """The model's final answer failed the output schema; the model is told why."""
 
     kind: Literal["output_rejected"] = "output_rejected"
+    """The event's tag in `JournalEvent`: always `"output_rejected"`."""
     errors: tuple[str, ...]
+    """What is wrong with the answer, one message per validation error."""
     feedback: str
+    """What the model is told, as a user message, to answer again."""
 
 
 class MemorySummarized(_Event):
     """Older messages of the thread were condensed into a summary by the model."""
 
     kind: Literal["memory_summarized"] = "memory_summarized"
+    """The event's tag in `JournalEvent`: always `"memory_summarized"`."""
     summary: str
+    """The model's summary of `messages[:upto]` (and of any earlier summary)."""
     upto: int
     """The summary covers `messages[:upto]`; later messages are sent verbatim."""
     usage: Usage = Field(default_factory=Usage)
@@ -160,15 +185,20 @@ class RunFinished(_Event):
     """The model answered without tool calls; the run is over."""
 
     kind: Literal["finished"] = "finished"
+    """The event's tag in `JournalEvent`: always `"finished"`."""
     output: JsonValue
+    """The answer: the model's text, or the JSON value the output schema accepted."""
 
 
 class RunFailed(_Event):
     """The run stopped at a bound; the thread can take a new run."""
 
     kind: Literal["failed"] = "failed"
+    """The event's tag in `JournalEvent`: always `"failed"`."""
     reason: Literal["limit", "tool_call_retries", "output_validation", "guardrail"]
+    """What stopped the run: a limit, failed tool calls, rejected answers, or a guardrail."""
     message: str
+    """What stopped it, in words: the limit crossed, or the last error."""
     limit: str | None = None
     """For a crossed limit: which one (`max_iterations`, `requests`, `tool_calls`, ...)."""
 
@@ -181,14 +211,17 @@ class GraphCheckpoint(_Event):
     """
 
     kind: Literal["graph_checkpoint"] = "graph_checkpoint"
+    """The event's tag in `JournalEvent`: always `"graph_checkpoint"`."""
     checkpoint_ns: str = ""
     """The graph's namespace: empty for the top graph, set for a subgraph."""
     checkpoint_id: str
+    """LangGraph's id of the checkpoint."""
     parent_id: str | None = None
     """The checkpoint this one follows, if any."""
     checkpoint: JsonValue
     """The checkpoint; its `channel_values` hold only the channels it changed."""
     metadata: JsonValue = None
+    """LangGraph's metadata of the checkpoint, encoded as JSON."""
 
 
 class GraphWrite(BaseModel):
@@ -197,21 +230,28 @@ class GraphWrite(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     channel: str
+    """The channel written to."""
     idx: int
     """The write's position in its task, or LangGraph's negative index for a special write."""
     value: JsonValue
+    """The value written, encoded as JSON."""
 
 
 class GraphWrites(_Event):
     """Writes a LangGraph task made after a checkpoint; the fold ignores them."""
 
     kind: Literal["graph_writes"] = "graph_writes"
+    """The event's tag in `JournalEvent`: always `"graph_writes"`."""
     checkpoint_ns: str = ""
+    """The graph's namespace: empty for the top graph, set for a subgraph."""
     checkpoint_id: str
     """The checkpoint the writes follow."""
     task_id: str
+    """LangGraph's id of the task that wrote."""
     task_path: str = ""
+    """LangGraph's path of the task, when it gave one."""
     writes: tuple[GraphWrite, ...]
+    """The task's writes, in order."""
 
 
 JournalEvent = Annotated[
@@ -242,7 +282,9 @@ class JournalRecord(NamedTuple):
     seq: int
     """1 for a thread's first event, then 2, 3, ... with no gaps."""
     event: JournalEvent
+    """The event itself."""
     created_at: datetime
+    """When the checkpointer stored the event."""
 
 
 ThreadStatus = Literal["new", "running", "paused", "finished", "failed"]
@@ -301,7 +343,7 @@ class _Tally:
 class ThreadState:
     """A thread, as the fold of its journal.
 
-    Example:
+    Examples:
         >>> state = ThreadState("t1")
         >>> state.apply(1, UserInput(messages=(Message.user("Hi"),), run_id="r1"))
         >>> state.status, state.seq, state.messages[0].content
@@ -309,9 +351,11 @@ class ThreadState:
     """
 
     thread_id: str
+    """The thread whose journal this is."""
     seq: int = 0
     """The last applied entry; the next append goes after it."""
     status: ThreadStatus = "new"
+    """Where the thread stands; see `ThreadStatus`."""
     messages: list[Message] = field(default_factory=list)
     """The whole conversation, every run of the thread."""
     run_id: str | None = None
@@ -344,7 +388,9 @@ class ThreadState:
     summary_upto: int = 0
     """`messages[:summary_upto]` are covered by `summary`."""
     output: JsonValue = None
+    """The current or last run's answer once it finished, as journaled (JSON)."""
     error: str | None = None
+    """The current or last run's `RunFailed.message`, once it failed."""
     last_error: str | None = None
     """The last failed tool call's message, for `ToolRetriesExceeded`."""
     _step_of: dict[str, AgentStep] = field(default_factory=dict, repr=False)

@@ -34,7 +34,7 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]],
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Run]]:
     """The argument parser, and the function that runs each command.
 
-    Example:
+    Examples:
         >>> parser, commands = build_parser()
         >>> sorted(commands)
         ['approvals', 'db', 'flow', 'proxy', 'run', 'runs', 'worker']

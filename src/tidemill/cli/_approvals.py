@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "run"]
 
+_LISTED = " (tidemill approvals list shows them)"
+"""How the help of an `ID` argument ends."""
+
 _EPILOG = """\
 examples:
   tidemill approvals list
@@ -58,7 +61,7 @@ examples:
 def _json_object(text: str) -> dict[str, Any]:
     """Read `--edit-args`: a JSON object.
 
-    Example:
+    Examples:
         >>> _json_object('{"amount": 20}')
         {'amount': 20}
         >>> _json_object("[1]")
@@ -106,7 +109,7 @@ def register(
         sub = actions.add_parser(
             name, help=f"{verb.lower()} an approval", description=f"{verb}: {effect}."
         )
-        sub.add_argument("approval_id", metavar="ID")
+        sub.add_argument("approval_id", metavar="ID", help="the approval's id" + _LISTED)
         _add_actor(sub, "who decides (must be one of the approvers when the step names them)")
         sub.add_argument("--comment", metavar="TEXT", help="why; kept with the decision")
         if name == "approve":
@@ -142,7 +145,7 @@ def _reconcile_parser(
         "what the model sees) and not run again; --not-happened: it runs again with the "
         "same idempotency key.",
     )
-    sub.add_argument("approval_id", metavar="ID")
+    sub.add_argument("approval_id", metavar="ID", help="the reconciliation's id" + _LISTED)
     answer = sub.add_mutually_exclusive_group(required=True)
     answer.add_argument(
         "--happened", dest="happened", action="store_true", default=None,
@@ -166,7 +169,7 @@ def _answer_parser(
         description="Answer a question an agent asked with ask_person: the text is the "
         "result of that call, and the agent goes on.",
     )
-    sub.add_argument("approval_id", metavar="ID")
+    sub.add_argument("approval_id", metavar="ID", help="the question's id" + _LISTED)
     sub.add_argument("--text", required=True, metavar="TEXT", help="the answer")
     _add_actor(sub, "who answers (one of the questions' approvers, when the step names them)")
     return sub
@@ -184,7 +187,7 @@ def _extend_parser(
         "time already used) and the agent goes on from its journal; --stop fails the step "
         "with LimitExceeded.",
     )
-    sub.add_argument("approval_id", metavar="ID")
+    sub.add_argument("approval_id", metavar="ID", help="the budget request's id" + _LISTED)
     decision = sub.add_mutually_exclusive_group(required=True)
     decision.add_argument(
         "--to", dest="new_limit", type=positive_int, metavar="N",

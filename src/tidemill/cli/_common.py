@@ -71,7 +71,7 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
 def db_url(args: argparse.Namespace) -> str:
     """The store URL the command should use.
 
-    Example:
+    Examples:
         >>> db_url(argparse.Namespace(db="sqlite:///t.db"))
         'sqlite:///t.db'
     """
@@ -87,7 +87,7 @@ def db_option(args: argparse.Namespace) -> str:
     A relative SQLite path is made absolute (another terminal may be in another
     directory); a URL taken from the environment is written as `"$TIDEMILL_DB"`.
 
-    Example:
+    Examples:
         >>> db_option(argparse.Namespace(db="sqlite:////tmp/t.db"))
         ' --db sqlite:////tmp/t.db'
     """
@@ -133,7 +133,7 @@ def parse_input(text: str) -> tuple[str, Any]:
     Raises:
         argparse.ArgumentTypeError: Without an `=` or without a key.
 
-    Example:
+    Examples:
         >>> parse_input("n=3"), parse_input("name=bob"), parse_input('tags=["a"]')
         (('n', 3), ('name', 'bob'), ('tags', ['a']))
         >>> parse_input("id=007"), parse_input("empty="), parse_input("x=NaN")
@@ -162,7 +162,7 @@ def read_inputs(pairs: Sequence[tuple[str, Any]], file: str | None) -> dict[str,
     Raises:
         ConfigurationError: The file is missing, is not JSON, or holds no object.
 
-    Example:
+    Examples:
         >>> read_inputs([("n", 3), ("n", 4), ("s", "x")], None)
         {'n': 4, 's': 'x'}
     """
@@ -194,7 +194,7 @@ def read_inputs(pairs: Sequence[tuple[str, Any]], file: str | None) -> dict[str,
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1.
 
-    Example:
+    Examples:
         >>> positive_int("4")
         4
     """
@@ -210,7 +210,7 @@ def positive_int(text: str) -> int:
 def positive_float(text: str) -> float:
     """An argparse type: a positive number of seconds.
 
-    Example:
+    Examples:
         >>> positive_float("0.5")
         0.5
     """
@@ -232,7 +232,7 @@ def run_prefix(run: RunRow, lookup: Callable[[str], RunRow | None]) -> str:
     Loop iterations and parallel branches carry their index; a branch case
     or a sub-flow does not (it has one body).
 
-    Example:
+    Examples:
         >>> from tidemill.store import RunRow
         >>> def row(id_, parent, scope, index):
         ...     return RunRow(id_, "r", parent, 1 if parent else None, index, scope,
@@ -285,7 +285,7 @@ def failed_step(jobs: Iterable[JobRow], prefixes: Mapping[str, str]) -> JobRow |
 def stamp(at: float | None) -> str:
     """A time as local `YYYY-MM-DD HH:MM:SS`, or `-`.
 
-    Example:
+    Examples:
         >>> stamp(None)
         '-'
         >>> len(stamp(0.0))
@@ -299,7 +299,7 @@ def stamp(at: float | None) -> str:
 def duration(seconds: float | None) -> str:
     """A short duration: `0.05s`, `3.2s`, `2m05s`, `1h02m`.
 
-    Example:
+    Examples:
         >>> [duration(s) for s in (0.049, 3.24, 125, 3720, None)]
         ['0.05s', '3.2s', '2m05s', '1h02m', '-']
     """
@@ -329,7 +329,7 @@ def job_duration(job: JobRow) -> str:
 def first_line(text: str) -> str:
     r"""The first non-blank line of `text`.
 
-    Example:
+    Examples:
         >>> first_line("\n  bad data\nmore")
         'bad data'
     """
@@ -342,7 +342,7 @@ def first_line(text: str) -> str:
 def error_line(error: Mapping[str, Any] | None) -> str:
     r"""A stored error as `Type: first line of the message`.
 
-    Example:
+    Examples:
         >>> error_line({"type": "ValueError", "message": "bad data\nat line 3"})
         'ValueError: bad data'
     """
@@ -359,7 +359,7 @@ _ESCAPE = re.compile(r"\033\[[0-9;]*m")
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """Rows under headers, in columns (colors do not count as width); no trailing blanks.
 
-    Example:
+    Examples:
         >>> print(table(["ID", "STATUS"], [["a1", "succeeded"], ["b22", "failed"]]))
         ID   STATUS
         a1   succeeded
@@ -381,7 +381,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 def dump_json(value: Any) -> str:
     """Indented JSON; values JSON cannot hold are written as strings.
 
-    Example:
+    Examples:
         >>> print(dump_json({"n": 1}))
         {
           "n": 1
@@ -424,7 +424,7 @@ _COLORS = {
 class Painter:
     """Colors statuses on a terminal that wants them (`NO_COLOR` unset), never elsewhere.
 
-    Example:
+    Examples:
         >>> import io
         >>> Painter(io.StringIO())("failed")
         'failed'

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def count_steps(flow: Flow) -> int:
     """How many steps a flow has, counting those inside branches and loops.
 
-    Example:
+    Examples:
         >>> from tidemill.flows import Flow
         >>> inner = [{"id": "x", "identity": {}}]
         >>> loop = {"id": "each", "for_each": {"items": [1], "steps": inner}}

@@ -30,7 +30,7 @@ def parse_alias(text: str) -> tuple[str, str]:
     Raises:
         argparse.ArgumentTypeError: Without an `=`, or with an empty side.
 
-    Example:
+    Examples:
         >>> parse_alias("claude=anthropic:claude-sonnet-4-5")
         ('claude', 'anthropic:claude-sonnet-4-5')
     """

@@ -7,7 +7,7 @@ its default) and its epilog. The docs site's `cli.md` holds only an intro
 and `MARKER`; a build hook calls `substitute` to put the reference in its
 place, so the page cannot drift from the parser.
 
-Example:
+Examples:
     >>> page = render_reference()
     >>> "## tidemill runs why" in page and "`--concurrency N`" in page
     True
@@ -43,7 +43,7 @@ def command_parsers(
 
     Each comes with the one-line help its parent gave it (empty for `parser`).
 
-    Example:
+    Examples:
         >>> from tidemill.cli import build_parser
         >>> [p.prog for p, _ in command_parsers(build_parser()[0])][:3]
         ['tidemill', 'tidemill run', 'tidemill worker']
@@ -88,7 +88,7 @@ def substitute(markdown: str, parser: argparse.ArgumentParser | None = None) -> 
     Raises:
         ValueError: `markdown` does not hold the marker.
 
-    Example:
+    Examples:
         >>> substitute("# CLI\n\n" + MARKER + "\n").startswith("# CLI\n\n## tidemill")
         True
     """

@@ -41,6 +41,9 @@ __all__ = ["register", "run"]
 
 _STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled")
 
+_RUN_HELP = "the run's id (tidemill runs list shows them)"
+"""The help of the `RUN` argument."""
+
 _EPILOG = """\
 examples:
   tidemill runs list --status failed
@@ -78,7 +81,7 @@ def register(
         help="a run, its result or error, and its steps",
         description="A run's status, times, result or error, and every attempt of its steps.",
     )
-    show.add_argument("run_id", metavar="RUN")
+    show.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
     show.add_argument("--json", action="store_true", help="print JSON")
 
     why = actions.add_parser(
@@ -87,13 +90,13 @@ def register(
         description="What each unfinished step of a run waits for (a person's decision, child "
         "runs, a worker, a retry, a concurrency slot), with the commands that unblock it.",
     )
-    why.add_argument("run_id", metavar="RUN")
+    why.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
     why.add_argument("--json", action="store_true", help="print JSON")
 
     logs = actions.add_parser(
         "logs", help="what a run's steps printed", description="What a run's steps printed."
     )
-    logs.add_argument("run_id", metavar="RUN")
+    logs.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
     logs.add_argument(
         "--step", metavar="ID", help="only this step (its id, or its path such as each[2]/fetch)"
     )
@@ -103,7 +106,7 @@ def register(
         help="the model calls of a run's AI steps: tokens, cost, latency",
         description="Every model call of a run's AI steps, one a line, and the totals.",
     )
-    usage.add_argument("run_id", metavar="RUN")
+    usage.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
     usage.add_argument("--json", action="store_true", help="print JSON")
 
     cancel = actions.add_parser(
@@ -111,14 +114,14 @@ def register(
         help="cancel a run",
         description="Cancel a run: queued steps never start, running ones are stopped.",
     )
-    cancel.add_argument("run_id", metavar="RUN")
+    cancel.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
 
     retry = actions.add_parser(
         "retry",
         help="run a failed run again from its failed steps",
         description="Run a failed run again from its failed steps; finished steps are kept.",
     )
-    retry.add_argument("run_id", metavar="RUN")
+    retry.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
     retry.add_argument(
         "--wait",
         action="store_true",
@@ -293,7 +296,7 @@ def _print_wait(wait: Wait, now: float, db: str, indent: str) -> None:
 def _when(wait: Wait, now: float) -> str:
     """Since when a wait lasts, and what happens when it ends by itself.
 
-    Example:
+    Examples:
         >>> from tidemill.engine import Wait
         >>> wait = Wait("retry", "s", "r", "...", since=90.0, until=130.0, then="it is due")
         >>> _when(wait, 100.0).split("; ")[1]

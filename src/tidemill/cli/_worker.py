@@ -100,7 +100,7 @@ def register(
 def _port(text: str) -> int:
     """An argparse type: a TCP port, 0 to 65535.
 
-    Example:
+    Examples:
         >>> _port("9464")
         9464
     """

@@ -18,7 +18,7 @@ it; an import-linter contract keeps it so):
   steps keep in the store), `_models`, `_ids`, and `scripts` (`ScriptPool`,
   the pre-started processes scripts and tools run in).
 
-Example:
+Examples:
     >>> import tempfile
     >>> from tidemill import Engine, Flow
     >>> flow = Flow.model_validate({"steps": [

@@ -42,28 +42,27 @@ __all__ = ["AsyncEngine", "RunInfo"]
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """A run as it stands when read.
-
-    Attributes:
-        id: The run's id.
-        flow: The flow's name.
-        status: `queued` (waiting for a concurrency slot), `running`,
-            `waiting` (only approvals left to decide), `succeeded`, `failed`
-            or `cancelled`.
-        result: The flow's result once it succeeded.
-        error: For a failed run: the failed `step`, the error's `type` and
-            `message` (and `traceback` for scripts).
-        created_at: When it was submitted (seconds since the epoch).
-        finished_at: When it ended, if it has.
-    """
+    """A run as it stands when read."""
 
     id: str
+    """The run's id."""
     flow: str
+    """The flow's name."""
     status: str
+    """`queued`, `running`, `waiting`, `succeeded`, `failed` or `cancelled`.
+
+    `queued`: waiting for a concurrency slot; `waiting`: only approvals are
+    left to decide."""
     result: Any
+    """The flow's result once it succeeded."""
     error: dict[str, Any] | None
+    """For a failed run: the failed `step`, the error's `type` and `message`.
+
+    A script's error also has its `traceback`."""
     created_at: float
+    """When it was submitted (seconds since the epoch)."""
     finished_at: float | None
+    """When it ended, if it has."""
 
     @property
     def done(self) -> bool:

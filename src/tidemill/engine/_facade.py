@@ -22,7 +22,7 @@ __all__ = ["Engine", "Run"]
 class Run:
     """A handle on one run. Every property reads the store afresh.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from tidemill import Engine, Flow
         >>> step = {"id": "hi", "identity": {}, "inputs": {"n": 1}}
@@ -42,6 +42,7 @@ class Run:
     def __init__(self, engine: Engine, run_id: str) -> None:
         self._engine = engine
         self.id = run_id
+        """The run's id."""
 
     def __repr__(self) -> str:
         return f"Run({self.id!r})"
@@ -193,7 +194,7 @@ class Engine:
     def waits(self, run_id: str) -> list[Wait]:
         """What each unfinished step of a run waits for (see `AsyncEngine.waits`).
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from tidemill import Engine, Flow
             >>> flow = Flow.model_validate({"steps": [{"id": "hi", "identity": {}}]})

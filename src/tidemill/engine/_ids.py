@@ -12,7 +12,7 @@ __all__ = ["new_id"]
 def new_id() -> str:
     """A new time-ordered UUID (version 7 layout) as text.
 
-    Example:
+    Examples:
         >>> run_id = new_id()
         >>> len(run_id), run_id[14], uuid.UUID(run_id).variant
         (36, '7', 'specified in RFC 4122')

@@ -42,7 +42,7 @@ log = logging.getLogger("tidemill.worker")
 def thread_id(run_id: str, step_id: str) -> str:
     """The agent thread of a step of a run.
 
-    Example:
+    Examples:
         >>> thread_id("01J9Z", "answer")
         'tidemill:01J9Z:answer'
     """
@@ -65,7 +65,7 @@ class Journal:
     def of(cls, thread: str, records: Sequence[JournalRecord]) -> Journal:
         """Fold `records` of `thread`.
 
-        Example:
+        Examples:
             >>> Journal.of("t", []).state.status
             'new'
         """
@@ -200,7 +200,7 @@ class StepJournal:
         checkpointer: The checkpointer to read and write; not closed by `aclose`
             (whoever opened it closes it).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill.agents.checkpoint import MemoryCheckpointer
         >>> async def reads():
@@ -262,7 +262,7 @@ class Journals:
     loop (see `_SQLiteJournal`).
     `aclose` closes them; a later step opens new ones.
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile
         >>> async def twice(url):
         ...     journals = Journals()
@@ -313,7 +313,7 @@ async def open_journal(
         journals: The worker's checkpointers, to share; None opens one for
             this block only.
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile
         >>> async def threads(url):
         ...     async with open_journal(url) as journal:

@@ -76,7 +76,7 @@ class Capped:
         limit: Distinct names kept.
         allowed: When given, only these names are kept (and `limit` is ignored).
 
-    Example:
+    Examples:
         >>> label = Capped(2)
         >>> [label("a"), label("b"), label("c"), label("a")]
         ['a', 'b', 'other', 'a']
@@ -110,7 +110,7 @@ class Capped:
 def provider_label(provider: str) -> str:
     """`provider` if the provider layer knows it, else `other`.
 
-    Example:
+    Examples:
         >>> provider_label("anthropic"), provider_label("acme-llm")
         ('anthropic', 'other')
     """
@@ -120,7 +120,7 @@ def provider_label(provider: str) -> str:
 def bound_label(bound: str) -> str:
     """`bound` if it is one of an agent step's bounds, else `other`.
 
-    Example:
+    Examples:
         >>> bound_label("max_tool_calls"), bound_label("tool_calls")
         ('max_tool_calls', 'other')
     """
@@ -166,7 +166,7 @@ class Metrics:
     Raises:
         ConfigurationError: `prometheus_client` is not installed.
 
-    Example:
+    Examples:
         >>> metrics = Metrics()
         >>> metrics.action_request({"model": "gpt-4o", "provider": "openai", "input_tokens": 12,
         ...                         "output_tokens": 3, "latency_ms": 250.0, "error": None})
@@ -253,7 +253,7 @@ class Metrics:
     def tool_label(self, name: str, declared: Collection[str]) -> str:
         """`name` if the step declares the tool and the cap has room for it, else `other`.
 
-        Example:
+        Examples:
             >>> Metrics().tool_label("lookup", {"lookup"}), Metrics().tool_label("rm", {"lookup"})
             ('lookup', 'other')
         """
@@ -312,15 +312,12 @@ class Metrics:
 
 @dataclass
 class MetricsServer:
-    """`/metrics` served over HTTP from a thread; `close` stops it.
-
-    Attributes:
-        host: The address it listens on.
-        port: The port it listens on (the one picked when asked for 0).
-    """
+    """`/metrics` served over HTTP from a thread; `close` stops it."""
 
     host: str
+    """The address it listens on."""
     port: int
+    """The port it listens on (the one picked when asked for 0)."""
     _server: WSGIServer
     _thread: threading.Thread
 
@@ -334,7 +331,7 @@ class MetricsServer:
 def serve(metrics: Metrics, port: int, host: str = "127.0.0.1") -> MetricsServer:
     """Serve `metrics` at `http://host:port/metrics` until the returned server is closed.
 
-    Example:
+    Examples:
         >>> import httpx
         >>> server = serve(Metrics(), 0)
         >>> "tidemill_ai_agent_steps_total" in httpx.get(

@@ -25,23 +25,18 @@ __all__ = ["ModelCache", "ModelChoice", "ModelResolver", "default_models", "send
 
 @dataclass(frozen=True, slots=True)
 class ModelChoice:
-    """An AI step's model settings, as a resolver sees them.
-
-    Attributes:
-        spec: The model spec (`openai:gpt-4o-mini`, `fake`, ...).
-        base_url: Another endpoint, if the step names one.
-        api_key: `env:NAME` (read from the worker's environment), or None
-            for the provider's usual variable.
-        step_id: The step asking, for resolvers that script per step.
-        agent: The specialist asking, when an `ai_agent` step delegated to
-            one; empty for the step's own model.
-    """
+    """An AI step's model settings, as a resolver sees them."""
 
     spec: str
+    """The model spec (`openai:gpt-4o-mini`, `fake`, ...)."""
     base_url: str | None = None
+    """Another endpoint, if the step names one."""
     api_key: str | None = None
+    """`env:NAME` (read from the worker's environment), or None: the provider's usual variable."""
     step_id: str = ""
+    """The step asking, for resolvers that script per step."""
     agent: str = ""
+    """The specialist asking, when an `ai_agent` step delegated; empty for the step's own model."""
 
 
 ModelResolver = Callable[[ModelChoice], Model]
@@ -60,7 +55,7 @@ def default_models(choice: ModelChoice, *, http_client: httpx.AsyncClient | None
     Raises:
         MissingCredentialsError: `api_key: env:NAME` names an unset variable.
 
-    Example:
+    Examples:
         >>> import asyncio, httpx
         >>> default_models(ModelChoice("fake")).provider
         'scripted'
@@ -92,7 +87,7 @@ def default_models(choice: ModelChoice, *, http_client: httpx.AsyncClient | None
 def sends_requests(spec: str) -> bool:
     """Whether the model of `spec` calls a provider over HTTP (the scripted one does not).
 
-    Example:
+    Examples:
         >>> sends_requests("openai:gpt-4o-mini"), sends_requests("fake")
         (True, False)
     """
@@ -112,7 +107,7 @@ class ModelCache:
     certificate store). Models are keyed by spec, base URL and key
     variable, not by step.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> cache = ModelCache(default_models)
         >>> cache(ModelChoice("fake", step_id="a")) is cache(ModelChoice("fake", step_id="b"))

@@ -31,20 +31,18 @@ __all__ = ["ApprovalPlan", "StepEnv", "StepInfo", "call_in_process", "current_st
 
 @dataclass(frozen=True, slots=True)
 class StepInfo:
-    """The step being executed, as a script or a function sees it.
-
-    Attributes:
-        run_id: The run the step belongs to.
-        step_id: The step's id.
-        attempt: 1 for the first try, 2 for the first retry, ...
-        idempotency_key: Stable for the step across retries and worker
-            crashes: use it to make side effects exactly-once.
-    """
+    """The step being executed, as a script or a function sees it."""
 
     run_id: str
+    """The run the step belongs to."""
     step_id: str
+    """The step's id."""
     attempt: int
+    """1 for the first try, 2 for the first retry, ..."""
     idempotency_key: str
+    """Stable for the step across retries and worker crashes.
+
+    Use it to make side effects exactly-once."""
 
 
 _CURRENT: contextvars.ContextVar[StepInfo | None] = contextvars.ContextVar(
@@ -60,7 +58,7 @@ def current_step() -> StepInfo | None:
     `TIDEMILL_ATTEMPT` and `TIDEMILL_IDEMPOTENCY_KEY`, which this function
     also falls back to.
 
-    Example:
+    Examples:
         >>> current_step() is None
         True
     """

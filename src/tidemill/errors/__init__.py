@@ -1,61 +1,69 @@
 """Every error Tidemill raises, in one tree.
 
-The tree is organised by what the caller can do about an error::
+The tree is organised by what the caller can do about an error:
 
-    TidemillError                  base: catch this to catch everything
-    ├── ConfigurationError         the code or config is wrong; fix it and retry
-    │   ├── MissingDependencyError an optional extra is missing; install it
-    │   └── MissingCredentialsError a provider's key, token or region is not set
-    ├── ToolArgumentsError         arguments do not fit a tool's schema
-    ├── SerializationError         data could not be encoded, decoded or stored
-    │   └── JournalConflict        another writer appended to the same thread first
-    ├── AgentInterrupt             a run paused for human approval; resume it
-    ├── AgentSuspended             tool calls wait for work done elsewhere; resume later
-    ├── ToolSuspended              raised by a tool whose result is not ready yet
-    └── AgentError                 a run could not proceed
-        ├── ApprovalError          a resume decision was invalid; nothing was stored
-        ├── ThreadBusy             another process is working on the same thread
-        ├── LimitExceeded          a usage limit would be crossed (carries the partial run)
-        │   └── MaxIterationsExceeded  the reason/act budget ran out
-        ├── OutputValidationError  the final answer kept failing its schema
-        ├── ToolRetriesExceeded    the model kept making bad tool calls
-        ├── MalformedToolCall      the provider could not parse a tool call
-        ├── ScriptExhausted        the scripted test model ran out of answers
-        └── GuardrailViolation     a guardrail blocked the run's input or output
+```text
+TidemillError                  base: catch this to catch everything
+├── ConfigurationError         the code or config is wrong; fix it and retry
+│   ├── MissingDependencyError an optional extra is missing; install it
+│   └── MissingCredentialsError a provider's key, token or region is not set
+├── ToolArgumentsError         arguments do not fit a tool's schema
+├── SerializationError         data could not be encoded, decoded or stored
+│   └── JournalConflict        another writer appended to the same thread first
+├── AgentInterrupt             a run paused for human approval; resume it
+├── AgentSuspended             tool calls wait for work done elsewhere; resume later
+├── ToolSuspended              raised by a tool whose result is not ready yet
+└── AgentError                 a run could not proceed
+    ├── ApprovalError          a resume decision was invalid; nothing was stored
+    ├── ThreadBusy             another process is working on the same thread
+    ├── LimitExceeded          a usage limit would be crossed (carries the partial run)
+    │   └── MaxIterationsExceeded  the reason/act budget ran out
+    ├── OutputValidationError  the final answer kept failing its schema
+    ├── ToolRetriesExceeded    the model kept making bad tool calls
+    ├── MalformedToolCall      the provider could not parse a tool call
+    ├── ScriptExhausted        the scripted test model ran out of answers
+    └── GuardrailViolation     a guardrail blocked the run's input or output
+```
 
-Errors from LLM providers (HTTP status, network, broken streams)::
+Errors from LLM providers (HTTP status, network, broken streams):
 
-    TidemillError
-    └── ProviderError              a provider refused or failed a call
-        ├── RateLimitError         too many requests or tokens; wait and retry
-        ├── AuthenticationError    the API key is missing, wrong or lacks access
-        ├── ContextWindowExceeded  the request is longer than the model accepts
-        └── ProviderTimeout        no answer within the timeout
+```text
+TidemillError
+└── ProviderError              a provider refused or failed a call
+    ├── RateLimitError         too many requests or tokens; wait and retry
+    ├── AuthenticationError    the API key is missing, wrong or lacks access
+    ├── ContextWindowExceeded  the request is longer than the model accepts
+    └── ProviderTimeout        no answer within the timeout
+```
 
 Errors from flows, the store and the engine (`tidemill.flows`, `tidemill.store`,
-`tidemill.engine`)::
+`tidemill.engine`):
 
-    TidemillError
-    ├── ConfigurationError
-    │   └── FlowValidationError    a flow is malformed; `problems` names each step and field
-    ├── FlowInputError             a run's input does not fit the flow's input schema
-    ├── ExpressionError            an expression could not be parsed or evaluated
-    ├── StoreError                 the store could not be opened, migrated or reached
-    │   └── SchemaVersionError     the database schema is older or newer than this code
-    └── EngineError                a run or approval could not be found or changed
-        ├── RunNotFound            no run (or approval) with that id
-        ├── RunStateError          the run's state does not allow it (retry a running run)
-        ├── RunFailed              the run failed; carries the failed step and its error
-        ├── RunTimeout             `wait(timeout=...)` elapsed before the run finished
-        ├── ApprovalDecisionError  the decision came too late, twice, or from the wrong person
-        └── LeaseLost              a worker lost its claim on a job; its late write is refused
+```text
+TidemillError
+├── ConfigurationError
+│   └── FlowValidationError    a flow is malformed; `problems` names each step and field
+├── FlowInputError             a run's input does not fit the flow's input schema
+├── ExpressionError            an expression could not be parsed or evaluated
+├── StoreError                 the store could not be opened, migrated or reached
+│   └── SchemaVersionError     the database schema is older or newer than this code
+└── EngineError                a run or approval could not be found or changed
+    ├── RunNotFound            no run (or approval) with that id
+    ├── RunStateError          the run's state does not allow it (retry a running run)
+    ├── RunFailed              the run failed; carries the failed step and its error
+    ├── RunTimeout             `wait(timeout=...)` elapsed before the run finished
+    ├── ApprovalDecisionError  the decision came too late, twice, or from the wrong person
+    └── LeaseLost              a worker lost its claim on a job; its late write is refused
+```
 
-Errors from MCP servers (`tidemill.tools.mcp`)::
+Errors from MCP servers (`tidemill.tools.mcp`):
 
-    TidemillError
-    ├── ConfigurationError
-    │   └── MCPConnectionError     an MCP server could not be started, reached or initialised
-    └── MCPToolError               an MCP server failed a tool call, or the connection broke
+```text
+TidemillError
+├── ConfigurationError
+│   └── MCPConnectionError     an MCP server could not be started, reached or initialised
+└── MCPToolError               an MCP server failed a tool call, or the connection broke
+```
 
 Every error carries a `message`, an optional `hint` (what to do next) and a
 `context` dict of JSON-safe facts. `str(error)` includes the hint.

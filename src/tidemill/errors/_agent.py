@@ -279,12 +279,14 @@ class GuardrailViolation(AgentError):
     the error is safe to log.
 
     Attributes:
-        side: `"input"` (the prompt or a tool result going to the model) or
-            `"output"` (the model's text going to the caller).
+        side: `"input"` (the prompt a run starts with, checked before it is
+            journaled) or `"output"` (the model's answer text, checked before
+            it is journaled or streamed to the caller). Tool results are not
+            checked.
         violations: What was found: category, span and masked sample of each.
         response: The run so far, when the runtime has one.
 
-    Example:
+    Examples:
         >>> from tidemill.agents.guardrails import RuleGuardrail
         >>> result = RuleGuardrail(on_violation="block").check_output("Mail bob@example.com")
         >>> error = GuardrailViolation("output", result.violations)

@@ -25,7 +25,7 @@ class TidemillError(Exception):
         hint: What to do about it, shown after the message.
         context: JSON-safe facts that help diagnose the error.
 
-    Example:
+    Examples:
         >>> err = TidemillError("No such thread.", hint="List threads with threads().")
         >>> str(err)
         'No such thread. Hint: List threads with threads().'

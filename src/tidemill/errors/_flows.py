@@ -46,7 +46,7 @@ class FlowValidationError(ConfigurationError):
             flow itself), the field, and what is wrong.
         source: The file the flow came from, when it came from one.
 
-    Example:
+    Examples:
         >>> from types import SimpleNamespace as P
         >>> problem = P(step="fetch", field="needs", message="unknown step 'fech'")
         >>> error = FlowValidationError([problem])

@@ -35,7 +35,7 @@ class ProviderError(TidemillError):
             `overloaded_error`), when it sent one.
         retryable: Whether the same request may succeed later.
 
-    Example:
+    Examples:
         >>> err = ProviderError("HTTP 404: no such model.", provider="openai", status_code=404)
         >>> err.status_code, err.retryable
         (404, False)
@@ -90,7 +90,9 @@ class RateLimitError(ProviderError):
             body=body,
             code=code,
             retryable=retryable,
-            hint=hint or "Wait and try again, send fewer requests, or raise max_retries.",
+            hint=hint
+            or "Wait and try again, send fewer requests, or allow more retries with the "
+            "model option retry=RetryPolicy(max_retries=...).",
         )
         self.retry_after = retry_after
         self.context["retry_after"] = retry_after

@@ -68,7 +68,7 @@ class MCPConnectionError(ConfigurationError):
         stderr: The last lines the server process wrote to stderr, if any.
         status_code: The HTTP status that refused the connection, if any.
 
-    Example:
+    Examples:
         >>> err = MCPConnectionError("fs", "npx -y server-fs", "command 'npx' was not found")
         >>> err.message
         "Could not connect to MCP server 'fs' (npx -y server-fs): command 'npx' was not found."

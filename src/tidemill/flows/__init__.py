@@ -1,10 +1,11 @@
 """Flows: the definition format of workflows, in YAML, JSON or Python.
 
 A flow is a list of steps. Each step has an `id`, one kind key (`script`,
-`flow`, `branch`, `parallel`, `for_each`, `approval`, `identity`), and
-optional `inputs`, `needs`, `retry`, `timeout`, `skip_if` and
-`stop_after_if`. `Flow.load` reads a file, inlines the files it names, and
-reports every problem at once as a `FlowValidationError`.
+`flow`, `branch`, `parallel`, `for_each`, `approval`, `identity`,
+`ai_action`, `ai_agent`), and optional `inputs`, `needs`, `retry`,
+`timeout`, `skip_if` and `stop_after_if`. `Flow.load` reads a file, inlines
+the files it names, and reports every problem at once as a
+`FlowValidationError`.
 
 Expressions (`{expr: ...}`, `skip_if`, `when`) are compiled once with
 `compile_expression` and evaluated safely over plain data.

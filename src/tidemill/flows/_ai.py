@@ -39,7 +39,7 @@ _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 def placeholders(template: str) -> list[str]:
     """The expressions inside `{{ ... }}` in a prompt template, stripped.
 
-    Example:
+    Examples:
         >>> placeholders("Classify: {{ ticket.text }} ({{ lang }})")
         ['ticket.text', 'lang']
     """
@@ -104,7 +104,7 @@ class AIAction(_ModelSettings, StepKind):
     to the model, up to `output_retries` times, and the step's result is the
     parsed object. Without it, the result is the answer's text.
 
-    Example:
+    Examples:
         >>> AIAction(model="fake", prompt="Classify: {{ text }}").output_retries
         2
     """
@@ -133,7 +133,7 @@ class MCPTools(FlowModel):
     of `env` and `headers` written `env:NAME` are read from the worker's
     environment variable `NAME`, so keys stay out of flow files.
 
-    Example:
+    Examples:
         >>> MCPTools(command="uvx", args=["mcp-server-fetch"]).call_timeout
         300.0
     """
@@ -170,19 +170,29 @@ class MCPTools(FlowModel):
 
 
 class AgentLimits(FlowModel):
-    """Execution bounds of an `ai_agent` step; crossing one fails the step, naming it."""
+    """Execution bounds of an `ai_agent` step; `on_exceeded` says what crossing one does.
+
+    With `on_exceeded: fail` (the default), crossing a bound fails the step,
+    naming it; with `ask`, the step asks a person to extend the bound or stop.
+    """
 
     max_tool_calls: int | None = Field(default=None, ge=1)
+    """Tool calls the agent may start."""
     max_requests: int | None = Field(default=None, ge=1)
+    """Model calls the agent may make."""
     max_input_tokens: int | None = Field(default=None, ge=1)
+    """Input tokens the agent may spend, cached ones included."""
     max_output_tokens: int | None = Field(default=None, ge=1)
+    """Output tokens the agent may spend."""
     max_total_tokens: int | None = Field(default=None, ge=1)
+    """Input plus output tokens the agent may spend."""
     max_duration: Duration | None = None
     """Wall time for the whole step, across resumes (seconds, or `5m`)."""
     on_exceeded: Literal["fail", "ask"] = "fail"
-    """`ask`: when `max_requests`, `max_tool_calls`, a token bound or `max_duration` is used
-    up, park the step with an approval of kind `budget` (approvers: the tools' approvers, or
-    anyone) that extends the bound or stops; `max_iterations` always fails."""
+    """`fail`: crossing a bound fails the step; `ask`: a person may extend the bound.
+    With `ask`, when `max_requests`, `max_tool_calls`, a token bound or `max_duration` is
+    used up, the step parks with an approval of kind `budget` (approvers: the tools'
+    approvers, or anyone) that extends the bound or stops; `max_iterations` always fails."""
 
 
 class AgentQuestions(FlowModel):
@@ -208,7 +218,7 @@ class AgentMemory(FlowModel):
     A fresh agent run recalls the newest `turns` exchanges as one user-role
     message, framed as untrusted information, before the new user message.
 
-    Example:
+    Examples:
         >>> AgentMemory().turns
         10
     """
@@ -239,7 +249,7 @@ class SpecialistBudget(FlowModel):
 class Specialist(FlowModel):
     """An agent an `ai_agent` step may delegate tasks to; it sees only its task and lineage.
 
-    Example:
+    Examples:
         >>> Specialist(name="researcher", tools=["search"]).budget.max_iterations
         10
     """

@@ -15,7 +15,7 @@ __all__ = ["Approval"]
 class Approval(StepKind):
     """Pause the run until someone approves or rejects.
 
-    Example:
+    Examples:
         >>> Approval(message="Refund?", timeout="3d", approvers=["alice"]).timeout
         259200.0
     """

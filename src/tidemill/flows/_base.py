@@ -64,7 +64,7 @@ ExpressionText = Annotated[
 class Expr(FlowModel):
     """A value computed from an expression when the step runs: `{expr: "results.fetch.text"}`.
 
-    Example:
+    Examples:
         >>> Expr(expr="flow_input.n + 1").evaluate({"flow_input": {"n": 41}})
         42
     """
@@ -113,7 +113,7 @@ def _check_json(value: Any, where: str = "the value") -> None:
 def expr_or_value(value: Any) -> Any:
     """Return `{expr: text}` as an `Expr`, and check anything else is a JSON value.
 
-    Example:
+    Examples:
         >>> expr_or_value({"expr": "flow_input.x"}), expr_or_value({"mode": "fast"})
         (Expr(expr='flow_input.x'), {'mode': 'fast'})
     """

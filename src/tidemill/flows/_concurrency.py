@@ -13,7 +13,7 @@ __all__ = ["Concurrency"]
 class Concurrency(FlowModel):
     """How many runs of the flow may be active at once.
 
-    Example:
+    Examples:
         >>> Concurrency(limit=2, key="flow_input.customer").key_expression
         Expression('flow_input.customer')
     """

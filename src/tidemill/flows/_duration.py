@@ -27,7 +27,7 @@ def parse_duration(value: Any) -> float:
     Raises:
         ValueError: When `value` is not a duration.
 
-    Example:
+    Examples:
         >>> parse_duration("500ms"), parse_duration("5m"), parse_duration(1.5), parse_duration("2")
         (0.5, 300.0, 1.5, 2.0)
         >>> parse_duration("soon")

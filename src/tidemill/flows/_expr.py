@@ -98,7 +98,7 @@ class Expression:
 
     Evaluating never parses again, so compile once and evaluate often.
 
-    Example:
+    Examples:
         >>> expr = compile_expression("results.fetch.total * 2 if flow_input.double else 0")
         >>> sorted(expr.names), expr.results_used
         (['flow_input', 'results'], frozenset({'fetch'}))
@@ -268,7 +268,7 @@ def compile_expression(text: str) -> Expression:
             allow (imports, lambdas, comprehensions, `_private` names, calls of
             anything but the allowed functions and string methods).
 
-    Example:
+    Examples:
         >>> compile_expression("flow_input.name.upper()").evaluate({"flow_input": {"name": "ada"}})
         'ADA'
         >>> compile_expression("open('x')")
@@ -286,7 +286,7 @@ def evaluate_condition(expression: Expression | str, context: Mapping[str, Any])
 
     Empty strings, lists and objects, `0`, `None` and `False` are false.
 
-    Example:
+    Examples:
         >>> evaluate_condition("flow_input.amount > 100", {"flow_input": {"amount": 250}})
         True
         >>> evaluate_condition("flow_input.tags", {"flow_input": {"tags": []}})

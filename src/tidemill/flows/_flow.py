@@ -64,7 +64,7 @@ StepSettings = (
 class Step(FlowModel):
     r"""One step of a flow: an id, one kind key, and what applies to every kind.
 
-    Example:
+    Examples:
         >>> step = Step.model_validate(
         ...     {"id": "double", "script": "def main(x):\n    return 2 * x\n",
         ...      "inputs": {"x": {"expr": "flow_input.n"}}, "timeout": "30s"}
@@ -253,7 +253,7 @@ class Flow(FlowModel):
     `FlowValidationError`; `Flow.model_validate` and `Flow.model_validate_json`
     raise pydantic's `ValidationError` instead (with the same problems inside).
 
-    Example:
+    Examples:
         >>> flow = Flow.parse('''
         ... summary: Double a number
         ... inputs: {type: object, properties: {n: {type: number}}, required: [n]}

@@ -13,7 +13,7 @@ class Identity(StepKind):
     Useful as a join point (`needs: [a, b]`) or to reshape data with `inputs`.
     In YAML, `identity: {}`, `identity:` and `identity: true` all mean the same.
 
-    Example:
+    Examples:
         >>> Identity()
         Identity()
     """

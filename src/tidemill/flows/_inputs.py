@@ -21,7 +21,7 @@ def evaluate_inputs(step: Step, context: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         ExpressionError: When an expression fails; its message names the expression.
 
-    Example:
+    Examples:
         >>> inputs = {"n": {"expr": "flow_input.n * 2"}, "mode": "fast"}
         >>> step = Step.model_validate({"id": "s", "identity": {}, "inputs": inputs})
         >>> evaluate_inputs(step, {"flow_input": {"n": 21}})

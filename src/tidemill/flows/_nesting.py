@@ -291,7 +291,7 @@ class AIAgent(_ModelSettings, StepKind):
     without asking the model again for turns it answered or re-running tools
     that finished.
 
-    Example:
+    Examples:
         >>> agent = AIAgent(model="fake", tools=[{"name": "lookup", "script": "def main(q): ..."}])
         >>> agent.max_iterations, agent.tools[0].requires_approval
         (10, False)

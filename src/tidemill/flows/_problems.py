@@ -19,21 +19,21 @@ FLOW_ERROR = "tidemill_flow"
 class Problem:
     """One thing wrong with a flow.
 
-    Attributes:
-        step: The id of the step it is about, or None for the flow itself (or a
-            step that has no usable id; `field` then says where it is).
-        field: The field, as a path inside the step or flow (`needs`,
-            `retry.attempts`, `script.code`, `inputs.text`).
-        message: What is wrong, and often how to fix it.
-
-    Example:
+    Examples:
         >>> str(Problem("fetch", "needs", "unknown step 'fech'; did you mean 'fetch'?"))
         "step 'fetch', needs: unknown step 'fech'; did you mean 'fetch'?"
     """
 
     step: str | None
+    """The id of the step it is about, or None for the flow itself.
+
+    None too for a step that has no usable id; `field` then says where it is."""
     field: str
+    """The field, as a path inside the step or flow.
+
+    For example `needs`, `retry.attempts`, `script.code`, `inputs.text`."""
     message: str
+    """What is wrong, and often how to fix it."""
 
     def __str__(self) -> str:
         where = f"step {self.step!r}, " if self.step else ""

@@ -15,7 +15,7 @@ class Retry(FlowModel):
     The wait before retry `n` (1-based) is `backoff * multiplier ** (n - 1)`
     seconds, at most `max_backoff`.
 
-    Example:
+    Examples:
         >>> retry = Retry(attempts=3, backoff=1.5, multiplier=2, max_backoff=5)
         >>> [retry.delay(n) for n in (1, 2, 3)]
         [1.5, 3.0, 5.0]

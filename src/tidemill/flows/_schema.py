@@ -43,7 +43,7 @@ def flow_json_schema(flow_model: type[BaseModel]) -> dict[str, Any]:
     "code"`, `flow: file.yaml`, `identity: true` (and `identity:`, which
     is null), and durations as strings.
 
-    Example:
+    Examples:
         >>> from tidemill.flows import Flow
         >>> schema = flow_json_schema(Flow)
         >>> schema["title"], schema["$defs"]["Step"]["properties"]["id"]["pattern"]

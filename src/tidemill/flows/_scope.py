@@ -23,7 +23,7 @@ def resolved_needs(steps: Sequence[StepNode]) -> dict[str, tuple[str, ...]]:
     A step without `needs` depends on the step just before it in the list
     (the first step on nothing); `needs: []` depends on nothing.
 
-    Example:
+    Examples:
         >>> from tidemill.flows import Step
         >>> steps = [
         ...     Step(id="a", identity={}),
@@ -47,27 +47,25 @@ def resolved_needs(steps: Sequence[StepNode]) -> dict[str, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class Placement(Generic[S]):
-    """Where a step sits in its flow.
-
-    Attributes:
-        step: The step.
-        parent: The id of the step whose body holds it, or None at the top level.
-        body: The field path of its list inside `parent` (`for_each.steps`,
-            `branch.branches[0].steps`, `parallel.branches[1].steps`,
-            `branch.default`), or `steps` at the top level.
-        siblings: The ids of its list, in order (itself included).
-        needs: Its resolved dependencies (see `resolved_needs`).
-        ancestors: The ids of the steps whose bodies hold it, outermost first.
-        in_for_each: Whether it runs inside a `for_each` body (so `iter` is set).
-    """
+    """Where a step sits in its flow."""
 
     step: S
+    """The step."""
     parent: str | None
+    """The id of the step whose body holds it, or None at the top level."""
     body: str
+    """The field path of its list inside `parent`, or `steps` at the top level.
+
+    For example `for_each.steps`, `branch.branches[0].steps`,
+    `parallel.branches[1].steps`, `branch.default`."""
     siblings: tuple[str, ...]
+    """The ids of its list, in order (itself included)."""
     needs: tuple[str, ...]
+    """Its resolved dependencies (see `resolved_needs`)."""
     ancestors: tuple[str, ...]
+    """The ids of the steps whose bodies hold it, outermost first."""
     in_for_each: bool
+    """Whether it runs inside a `for_each` body (so `iter` is set)."""
 
 
 def iter_steps(steps: Sequence[S]) -> Iterator[S]:

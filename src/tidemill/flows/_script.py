@@ -31,7 +31,7 @@ class ScriptStep(StepKind):
     function; the step's inputs are its keyword arguments and its return
     value is the step's result.
 
-    Example:
+    Examples:
         >>> ScriptStep.model_validate("def main(x):\n    return x + 1\n").code
         'def main(x):\n    return x + 1\n'
         >>> ScriptStep(function="mypkg.steps:classify", in_process=True).in_process

@@ -34,7 +34,7 @@ def parse_arguments(text: str) -> tuple[dict[str, JsonValue], str | None]:
     JSON, a list, a truncated stream) gives no arguments and is kept as the
     raw text, so the runtime can tell the model what went wrong.
 
-    Example:
+    Examples:
         >>> parse_arguments('{"city": "Paris"}')
         ({'city': 'Paris'}, None)
         >>> parse_arguments("")

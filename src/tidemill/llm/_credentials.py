@@ -31,7 +31,7 @@ class Credentials:
 
     Secrets never show in `repr`, so a `Credentials` can be logged.
 
-    Example:
+    Examples:
         >>> creds = Credentials(api_key="sk-secret", base_url="https://api.openai.com/v1")
         >>> creds
         Credentials(api_key=<set>, base_url='https://api.openai.com/v1')
@@ -114,7 +114,7 @@ class CredentialSource:
             ConfigurationError: When no API key is found but one is required,
                 naming the variable to set; or when there is no base URL.
 
-        Example:
+        Examples:
             >>> source = CredentialSource("openai", "OPENAI_API_KEY", "https://api.openai.com/v1")
             >>> source.resolve(environ={"OPENAI_API_KEY": "sk-x"}).base_url
             'https://api.openai.com/v1'

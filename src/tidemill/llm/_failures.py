@@ -30,8 +30,13 @@ _BODY_LIMIT = 4000
 _DETAIL_LIMIT = 300
 _REDACTED = "[REDACTED]"
 
-# Key-shaped tokens, scrubbed even when they are not this client's key (a proxy may echo one).
-_KEY_PATTERN = re.compile(r"\b(?:sk|gsk|sk-ant|sk-proj|sk-or)-[A-Za-z0-9_\-]{12,}")
+# Key-shaped tokens, scrubbed even when they are not this client's key (a proxy may echo one):
+# OpenAI, Anthropic, OpenRouter and DeepSeek (`sk-`), Groq (`gsk_`), xAI (`xai-`), Google
+# API keys (`AIza`), AWS access key ids (`AKIA`, temporary `ASIA`).
+_KEY_PATTERN = re.compile(
+    r"\b(?:(?:sk|xai)-[A-Za-z0-9_\-]{12,}|gsk_[A-Za-z0-9]{12,}"
+    r"|AIza[A-Za-z0-9_\-]{30,}|A[KS]IA[A-Z0-9]{16})"
+)
 
 # How providers word "the prompt is too long" in a 400.
 _CONTEXT_PATTERN = re.compile(
@@ -90,9 +95,11 @@ class ErrorReporter:
 def redact(text: str, secrets: Sequence[str]) -> str:
     """Remove `secrets` and anything shaped like an API key from `text`.
 
-    Example:
+    Examples:
         >>> redact("bad key sk-abcdefghijklmnop1234 for user", ["hunter22"])
         'bad key [REDACTED] for user'
+        >>> redact("groq gsk_" + "a1B2" * 13 + ", aws AKIAIOSFODNN7EXAMPLE", [])
+        'groq [REDACTED], aws [REDACTED]'
     """
     for secret in secrets:
         if len(secret) >= 4:

@@ -41,7 +41,7 @@ _log = logging.getLogger("tidemill.llm")
 def should_fall_back(error: ProviderError) -> bool:
     """Whether another model may succeed where this error's model failed.
 
-    Example:
+    Examples:
         >>> should_fall_back(RateLimitError("slow down", provider="openai"))
         True
         >>> should_fall_back(AuthenticationError("bad key", provider="openai", status_code=401))
@@ -78,7 +78,7 @@ class FallbackModel(Model):
     Raises:
         ConfigurationError: With no models.
 
-    Example:
+    Examples:
         >>> from tidemill.llm import resolve_model
         >>> model = resolve_model(["anthropic:claude-sonnet-4-5", "openai:gpt-4o"], api_key="k")
         >>> model.provider, model.model_name

@@ -53,7 +53,7 @@ def output_tool(request: ModelRequest) -> ToolDefinition | None:
         ConfigurationError: When one of the request's tools has the format's
             name, or the schema's root is not an object.
 
-    Example:
+    Examples:
         >>> from tidemill.llm._model import OutputFormat
         >>> fmt = OutputFormat("city", {"type": "object", "properties": {}})
         >>> output_tool(ModelRequest([], output_format=fmt)).name
@@ -108,7 +108,7 @@ def forced_choice(request: ModelRequest, *, can_force: bool) -> ForcedChoice:
 def forced_text(response: ModelResponse, request: ModelRequest) -> ModelResponse:
     """`response` with the output tool's call turned into its text.
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message, ToolCall
         >>> fmt = OutputFormat("city", {"type": "object", "properties": {}})
         >>> call = ToolCall(id="t1", name="city", arguments={"name": "Lyon"})

@@ -36,7 +36,7 @@ T = TypeVar("T")
 def loads_object(text: str | bytes) -> JsonObject | None:
     """Decode `text` as JSON; return the object, or `None` if it is not a JSON object.
 
-    Example:
+    Examples:
         >>> loads_object('{"a": 1}   ')
         {'a': 1}
         >>> loads_object("[1]") is None, loads_object("{oops") is None
@@ -64,7 +64,7 @@ def loads(text: str | bytes) -> object:
     Raises:
         ValueError: When `text` is not JSON.
 
-    Example:
+    Examples:
         >>> loads('{"lone": "a\\ud83d"}') == {"lone": "a\ufffd"}
         True
         >>> loads('{"pair": "\\ud83d\\ude00"}') == {"pair": "\U0001f600"}

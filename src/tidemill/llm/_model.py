@@ -69,7 +69,7 @@ class OutputFormat:
         ConfigurationError: For a name the vendors refuse, a schema that is
             not a mapping, or `strict` without a schema.
 
-    Example:
+    Examples:
         >>> fmt = OutputFormat("city", {"type": "object", "properties": {}})
         >>> fmt.name, fmt.strict, fmt.is_json_object
         ('city', False, False)

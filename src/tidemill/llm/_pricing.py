@@ -83,7 +83,7 @@ def price_usage(usage: Usage, *, provider: str, models: Iterable[str | None]) ->
         models: Model ids to look up, best first: the id the provider
             reported (`gpt-4o-mini-2024-07-18`), then the one requested.
 
-    Example:
+    Examples:
         >>> used = Usage(requests=1, input_tokens=10, output_tokens=2)
         >>> price_usage(used, provider="ollama", models=["llama3.2"]).unpriced_requests
         1

@@ -25,7 +25,7 @@ class RetryPolicy:
     longer than `max_retry_after`, in which case the error is raised at once
     so the caller can decide.
 
-    Example:
+    Examples:
         >>> policy = RetryPolicy(initial_delay=1.0, jitter=0.0)
         >>> [policy.delay(attempt) for attempt in range(4)]
         [1.0, 2.0, 4.0, 8.0]
@@ -66,7 +66,7 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     Understands `retry-after-ms` (OpenAI, Anthropic), and `retry-after` as
     seconds or as an HTTP date. Returns `None` when neither is usable.
 
-    Example:
+    Examples:
         >>> parse_retry_after({"retry-after": "2"})
         2.0
         >>> now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

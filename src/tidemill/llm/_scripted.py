@@ -54,7 +54,7 @@ class ScriptedModel(Model):
         record: Keep every request in `requests`. Turn it off for long
             benchmark loops, where the kept transcripts add up.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill.types import Message
         >>> model = ScriptedModel(["Hello!"], strict=True)

@@ -111,7 +111,7 @@ def parse_model_spec(spec: str) -> ModelSpec:
     Raises:
         ConfigurationError: For an unknown provider, with the closest names.
 
-    Example:
+    Examples:
         >>> parse_model_spec("anthropic:claude-sonnet-4-5")
         ModelSpec(provider='anthropic', model='claude-sonnet-4-5')
         >>> parse_model_spec("gpt-4o-mini")
@@ -167,7 +167,7 @@ def resolve_model(spec: str | Sequence[str | Model] | Model, **config: Any) -> M
             key, a provider this version cannot call yet, a provider without a
             default and no model, or a `model=` that differs from the spec's.
 
-    Example:
+    Examples:
         >>> resolve_model("fake", responses=["hi"]).provider
         'scripted'
         >>> model = resolve_model("openai:gpt-4o-mini", api_key="sk-test")

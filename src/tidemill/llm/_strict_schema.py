@@ -96,7 +96,7 @@ def inline_root_ref(schema: Mapping[str, JsonValue]) -> Schema:
     schema without such a `$ref`, or whose target is missing, comes back as
     a plain copy; the input is left unchanged.
 
-    Example:
+    Examples:
         >>> inline_root_ref({
         ...     "$ref": "#/$defs/Node",
         ...     "$defs": {"Node": {"type": "object",
@@ -123,7 +123,7 @@ def strict_json_schema(schema: Mapping[str, JsonValue]) -> Schema:
     Raises:
         ConfigurationError: When the schema cannot be made strict, naming where.
 
-    Example:
+    Examples:
         >>> strict_json_schema({
         ...     "type": "object",
         ...     "properties": {"name": {"type": "string", "minLength": 1},
@@ -277,7 +277,7 @@ def _resolve(root: Mapping[str, JsonValue], ref: str, where: str) -> Mapping[str
 def openai_schema(schema: Mapping[str, JsonValue], *, strict: bool) -> Schema:
     """The schema to send OpenAI: made strict when `strict`, else a plain copy.
 
-    Example:
+    Examples:
         >>> openai_schema({"type": "object", "properties": {}}, strict=True)
         {'type': 'object', 'properties': {}, 'required': [], 'additionalProperties': False}
     """

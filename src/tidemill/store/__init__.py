@@ -5,7 +5,7 @@ many workers on many machines share the work. The engine writes every
 transaction once, as a function over a `Tx`, and `Store.transact` runs it in
 a store thread, retrying it when the database asks.
 
-Example:
+Examples:
     >>> import asyncio, tempfile
     >>> from tidemill.store import Store, StoreURL, upgrade
     >>> async def main():

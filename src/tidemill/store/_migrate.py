@@ -42,7 +42,7 @@ class Migration:
 def migrations(dialect: str) -> list[Migration]:
     """Every migration for a dialect, in version order.
 
-    Example:
+    Examples:
         >>> [(m.version, m.name) for m in migrations("sqlite")][:2]
         [(1, 'runs_and_jobs'), (2, 'approvals_logs_gates')]
     """

@@ -17,4 +17,8 @@ __all__ = ["Tx"]
 
 
 class Tx(ClaimQueries, ApprovalQueries, AgentQueries):
-    """The operations of one transaction. Built by `Database.transact`."""
+    """The operations of one transaction.
+
+    `Store.transact` builds one for each transaction and passes it to the
+    function it runs; `Tx.offline` builds one with no database behind it.
+    """

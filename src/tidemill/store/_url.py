@@ -27,7 +27,7 @@ class StoreURL:
     carry `?schema=name` to keep Tidemill's tables in a schema of their own
     (created when missing); other query parameters go to the driver.
 
-    Example:
+    Examples:
         >>> StoreURL.parse("sqlite:///runs/tidemill.db").path
         PosixPath('runs/tidemill.db')
         >>> url = StoreURL.parse("postgresql://postgres@127.0.0.1:5432/test?schema=tm")

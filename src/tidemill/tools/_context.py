@@ -21,7 +21,7 @@ class ToolContext(Generic[DepsT]):
     to type `deps`) and the runtime fills it in; it is not part of the
     schema the model sees.
 
-    Example:
+    Examples:
         >>> from tidemill import tool
         >>> @tool
         ... def charge(amount: int, ctx: ToolContext) -> str:
@@ -36,6 +36,7 @@ class ToolContext(Generic[DepsT]):
     call_id: str
     """The model's id for this call."""
     tool_name: str
+    """The name of the tool being called."""
     attempt: int = 1
     """1 on the first execution; higher when a crashed run re-runs the call."""
     agent: str = "agent"

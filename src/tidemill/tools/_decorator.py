@@ -46,7 +46,7 @@ def tool(
         description: Overrides the docstring's summary.
         requires_approval: Pause the run for a human decision before each call.
 
-    Example:
+    Examples:
         >>> @tool
         ... def add(a: int, b: int = 0) -> int:
         ...     '''Add two numbers.

@@ -30,7 +30,7 @@ class Docstring:
 def parse_docstring(doc: str | None) -> Docstring:
     """Split a Google-style docstring into its description and argument notes.
 
-    Example:
+    Examples:
         >>> d = parse_docstring('''Search the web.
         ...
         ... Args:

@@ -37,7 +37,7 @@ def as_tool(item: object) -> Tool:
 class ToolRegistry:
     """An ordered set of tools with unique names.
 
-    Example:
+    Examples:
         >>> def ping() -> str:
         ...     '''Answer pong.'''
         ...     return "pong"

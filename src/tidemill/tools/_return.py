@@ -16,7 +16,7 @@ class ToolReturn:
     The runtime shows the model `value` and adds `usage` to the run's usage,
     so limits and reports count what the tool spent.
 
-    Example:
+    Examples:
         >>> from tidemill.types import Usage
         >>> ToolReturn("a summary", usage=Usage(requests=1)).usage.requests
         1

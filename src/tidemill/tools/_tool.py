@@ -43,7 +43,7 @@ class Tool:
             validated against it before the call.
         requires_approval: Pause the run for a human decision before each call.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> def lookup(sku: str) -> dict[str, int]:
         ...     return {"stock": 3}
@@ -86,9 +86,13 @@ class Tool:
                 context={"parameters": schema},
             )
         self.name = name
+        """The name the model calls it by."""
         self.description = description
+        """What it does and when to use it; the model reads this."""
         self.parameters: dict[str, JsonValue] = schema
+        """The JSON Schema of the arguments object."""
         self.requires_approval = requires_approval
+        """Whether the run pauses for a human decision before each call."""
         self._function = function
         self._is_async = function is not None and _is_async(function)
         self._validator: jsonschema.protocols.Validator | None = None
@@ -143,7 +147,7 @@ class Tool:
         Raises:
             ToolArgumentsError: When the arguments do not fit the schema.
 
-        Example:
+        Examples:
             >>> import asyncio
             >>> from tidemill import tool
             >>> @tool
@@ -170,7 +174,7 @@ class Tool:
             ToolArgumentsError: When the arguments do not fit the schema.
             ConfigurationError: When called inside a running event loop.
 
-        Example:
+        Examples:
             >>> from tidemill import tool
             >>> @tool
             ... def shout(text: str) -> str:
@@ -257,7 +261,7 @@ class FunctionTool(Tool, Generic[P, R]):
 def render_result(value: object) -> str:
     """Render a tool's return value as text: strings as they are, the rest as JSON.
 
-    Example:
+    Examples:
         >>> render_result({"total": 3})
         '{"total":3}'
     """

@@ -29,9 +29,11 @@ class AgentStep(BaseModel):
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     """Every approval decision taken on this step's calls."""
     usage: Usage = Field(default_factory=Usage)
+    """What the step spent: its model call, the summary it wrote, or a pipeline stage's run."""
     model: str | None = None
+    """The model that answered, as the provider names it; None if it did not say."""
     note: str | None = None
-    """Set when the step was a correction rather than a normal turn."""
+    """Set when the step is not a plain model turn (a correction, a summary, a pipeline stage)."""
 
 
 class AgentResponse(BaseModel):
@@ -43,8 +45,9 @@ class AgentResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = 1
+    """The version of this response's format."""
     output: Any = None
-    """The answer: the model's final text."""
+    """The answer: the model's final text, or a value of the agent's output type if it has one."""
     messages: list[Message] = Field(default_factory=list)
     """The thread's whole transcript, the answer included."""
     steps: list[AgentStep] = Field(default_factory=list)
@@ -52,9 +55,11 @@ class AgentResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     """What this run spent, across resumes."""
     thread_id: str = ""
+    """The thread the run belongs to; empty for a `pipeline` or a failed `broadcast` entry."""
     latency_ms: float = 0.0
     """Wall time of the call that produced this response."""
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """Facts about the run: `run_id` for a thread's run, `error` for a failed `broadcast` entry."""
 
     def __str__(self) -> str:
         return str(self.output)

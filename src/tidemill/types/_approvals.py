@@ -16,7 +16,7 @@ class Decision(BaseModel):
     Build one with `Decision.approve()` (optionally with edited arguments) or
     `Decision.reject(feedback)`.
 
-    Example:
+    Examples:
         >>> Decision.approve().action
         'approve'
         >>> Decision.approve(arguments={"env": "staging"}).arguments
@@ -28,6 +28,7 @@ class Decision(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     action: Literal["approve", "reject"]
+    """`approve` lets the call run; `reject` answers it with an error result instead."""
     arguments: dict[str, JsonValue] | None = None
     """Replacement arguments: approve the intent, fix the parameters."""
     feedback: str | None = None
@@ -54,12 +55,18 @@ class ApprovalRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     call_id: str
+    """The id of the tool call that was decided."""
     tool: str
+    """The name of the called tool."""
     outcome: Literal["approved", "edited", "rejected"]
+    """Approved as asked, approved with other arguments (`edited`), or rejected."""
     arguments: dict[str, JsonValue]
     """The arguments the model asked for."""
     edited_arguments: dict[str, JsonValue] | None = None
     """The arguments the approver substituted, when the outcome is `edited`."""
     feedback: str | None = None
+    """The decision's feedback; for a rejection, what the model was told."""
     actor: str | None = None
+    """Who decided, when the decision named them."""
     decided_at: datetime
+    """When the decision was recorded."""

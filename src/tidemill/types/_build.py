@@ -22,7 +22,7 @@ def validator(model: type[M]) -> Callable[[dict[str, Any]], M]:
     metaclass and repacks the keywords on every call. The agent loop builds
     several models every iteration, with functions made here once.
 
-    Example:
+    Examples:
         >>> from tidemill.types import Usage
         >>> new_usage = validator(Usage)
         >>> new_usage({"requests": 1, "input_tokens": 5}) == Usage(requests=1, input_tokens=5)

@@ -41,15 +41,20 @@ class TextDelta(_Event):
     """A piece of the assistant's text."""
 
     type: Literal["text"] = "text"
+    """The event's tag in `StreamEvent`: always `"text"`."""
     delta: str
+    """The next piece of text."""
 
 
 class ReasoningDelta(_Event):
     """A piece of the model's reasoning, or its signature once complete."""
 
     type: Literal["reasoning"] = "reasoning"
+    """The event's tag in `StreamEvent`: always `"reasoning"`."""
     delta: str = ""
+    """The next piece of reasoning text; empty on an event that carries the signature."""
     signature: str | None = None
+    """The provider's signature over the reasoning, sent once it is complete."""
 
 
 class ToolCallDelta(_Event):
@@ -60,39 +65,53 @@ class ToolCallDelta(_Event):
     """
 
     type: Literal["tool_call_delta"] = "tool_call_delta"
+    """The event's tag in `StreamEvent`: always `"tool_call_delta"`."""
     index: int
+    """The call's position among the response's tool calls, from 0."""
     call_id: str | None = None
+    """The call's id, on its first fragment."""
     name: str | None = None
+    """The tool's name, on the call's first fragment."""
     arguments_delta: str = ""
+    """The next piece of the call's arguments, as JSON text."""
 
 
 class ResponseDone(_Event):
     """A model call finished; carries the assembled response."""
 
     type: Literal["response"] = "response"
+    """The event's tag in `StreamEvent`: always `"response"`."""
     response: ModelResponse
+    """The whole answer: message, usage, finish reason."""
 
 
 class ToolCallStart(_Event):
     """The agent is about to run a tool call."""
 
     type: Literal["tool_call"] = "tool_call"
+    """The event's tag in `StreamEvent`: always `"tool_call"`."""
     call: ToolCall
+    """The call about to run."""
 
 
 class ToolCallEnd(_Event):
     """A tool call finished."""
 
     type: Literal["tool_result"] = "tool_result"
+    """The event's tag in `StreamEvent`: always `"tool_result"`."""
     result: ToolResult
+    """The call's result, as the model sees it (an error result if the call failed)."""
 
 
 class ApprovalRequired(_Event):
     """The run paused: these calls wait for a decision. The stream ends here."""
 
     type: Literal["approval_required"] = "approval_required"
+    """The event's tag in `StreamEvent`: always `"approval_required"`."""
     thread_id: str
+    """The paused thread: resume it with a decision for each call."""
     calls: tuple[ToolCall, ...]
+    """The calls that wait for a decision."""
 
 
 class RunStopped(_Event):
@@ -102,9 +121,11 @@ class RunStopped(_Event):
     """
 
     type: Literal["stopped"] = "stopped"
+    """The event's tag in `StreamEvent`: always `"stopped"`."""
     error: str
     """The error's class name, e.g. `LimitExceeded`."""
     message: str
+    """The error's message."""
     limit: str | None = None
     """For a limit: which one."""
     response: AgentResponse
@@ -115,7 +136,9 @@ class RunDone(_Event):
     """The run finished; carries the whole response. Always the last event."""
 
     type: Literal["done"] = "done"
+    """The event's tag in `StreamEvent`: always `"done"`."""
     response: AgentResponse
+    """The run's response: output, transcript, steps and usage."""
 
 
 StreamEvent = Annotated[

@@ -31,9 +31,13 @@ class Role(StrEnum):
     """Who speaks a message."""
 
     SYSTEM = "system"
+    """Instructions to the model."""
     USER = "user"
+    """The person (or program) the model talks to."""
     ASSISTANT = "assistant"
+    """The model."""
     TOOL = "tool"
+    """A tool call's result."""
 
 
 # The members, read once. On Python 3.11 `Role.USER` is looked up through
@@ -83,7 +87,7 @@ class Reasoning(_Frozen):
 class ToolCall(_Frozen):
     """A model's request to call a tool.
 
-    Example:
+    Examples:
         >>> call = ToolCall(name="add", arguments={"a": 1, "b": 2})
         >>> call.id.startswith("call_")
         True
@@ -122,7 +126,9 @@ class ToolDefinition(_Frozen):
     """A tool as a model sees it: a name, a description and a JSON Schema."""
 
     name: str
+    """The name the model calls the tool by."""
     description: str = ""
+    """What the tool does, for the model to decide when to call it."""
     parameters: dict[str, JsonValue] = Field(default_factory=_empty_object_schema)
     """The JSON Schema of the arguments object."""
 
@@ -133,7 +139,7 @@ class Message(_Frozen):
     A message carries text, and depending on its role: images (user), tool
     calls and reasoning (assistant), or a tool result (tool).
 
-    Example:
+    Examples:
         >>> Message.user("Hi").role.value
         'user'
         >>> Message.model_validate_json(Message.user("Hi").model_dump_json()).content
@@ -141,6 +147,7 @@ class Message(_Frozen):
     """
 
     role: Role
+    """Who speaks the message."""
     content: str = ""
     """The text of the message."""
     images: tuple[ImageRef, ...] = ()

@@ -25,8 +25,10 @@ class ModelResponse(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     """What the call cost."""
     finish_reason: FinishReason = "stop"
+    """Why the model stopped, normalised across providers."""
     model: str | None = None
     """The model that answered, as the provider names it."""
     provider: str | None = None
+    """The provider that served the call, by Tidemill's name for it (`openai`, ...)."""
     response_id: str | None = None
     """The provider's id for this response."""

@@ -19,7 +19,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def valid_text(text: str) -> str:
     r"""`text` as UTF-8 can carry it: surrogate pairs joined, each lone surrogate U+FFFD.
 
-    Example:
+    Examples:
         >>> valid_text("plain") == "plain"
         True
         >>> valid_text("\ud83d\ude00") == "\U0001f600"  # a pair, as JSON escapes write it

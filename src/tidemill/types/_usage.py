@@ -12,7 +12,7 @@ __all__ = ["Usage"]
 class Usage(BaseModel):
     """Tokens and requests spent, summed with `+`.
 
-    Example:
+    Examples:
         >>> total = Usage(input_tokens=10, output_tokens=2, requests=1) + Usage(
         ...     input_tokens=5, output_tokens=1, requests=1
         ... )
@@ -51,7 +51,7 @@ class Usage(BaseModel):
     def total(cls, usages: Iterable[Usage]) -> Usage:
         """Sum many usages at once.
 
-        Example:
+        Examples:
             >>> Usage.total([Usage(requests=1), Usage(requests=2)]).requests
             3
         """

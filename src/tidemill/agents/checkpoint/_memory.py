@@ -23,7 +23,7 @@ class MemoryCheckpointer:
     here works there, and a long-lived process holds bytes, not object graphs
     the garbage collector has to walk.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill.agents.journal import RunFinished
         >>> saver = MemoryCheckpointer()

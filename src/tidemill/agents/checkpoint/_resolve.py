@@ -26,7 +26,7 @@ def resolve_checkpointer(spec: str | Checkpointer | None = None, **config: Any) 
     Raises:
         ConfigurationError: For an unknown name or a bad option.
 
-    Example:
+    Examples:
         >>> type(resolve_checkpointer("memory")).__name__
         'MemoryCheckpointer'
         >>> resolve_checkpointer("sqlite:///:memory:").path

@@ -73,7 +73,7 @@ class SQLiteCheckpointer:
     Raises:
         SerializationError: When the file cannot be opened.
 
-    Example:
+    Examples:
         >>> import asyncio, pathlib, tempfile
         >>> from tidemill.agents.journal import RunFinished
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "agent.db"

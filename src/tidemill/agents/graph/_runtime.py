@@ -112,7 +112,7 @@ class GraphRuntime(AgentFacade):
         limits: Usage budgets per run, beside `max_iterations`.
         tracer: Where spans for the run, each model call and each tool call go.
 
-    Example:
+    Examples:
         >>> from tidemill.llm import ScriptedModel
         >>> runtime = GraphRuntime(model=ScriptedModel(["Done."]))
         >>> runtime.run("Say done.").output

@@ -61,7 +61,9 @@ class ThreadLog:
     """One run's view of a thread: its Tidemill state and its graph checkpoints, in step."""
 
     writer: ThreadWriter
+    """Appends events to the thread and holds the state they fold into."""
     index: GraphIndex
+    """The thread's graph checkpoints and writes, read from the same journal."""
 
     @property
     def thread_id(self) -> str:
@@ -113,7 +115,7 @@ class JournalSaver(BaseCheckpointSaver[str]):
             Tidemill messages. The default loads only the types LangGraph
             lists as safe; one that pickles is refused when it tries.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from langgraph.checkpoint.base import empty_checkpoint
         >>> from tidemill.agents.checkpoint import MemoryCheckpointer

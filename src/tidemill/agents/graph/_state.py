@@ -21,7 +21,7 @@ def append_messages(left: Sequence[Message], right: Message | Sequence[Message])
     Raises:
         ConfigurationError: When a node returns something other than `Message`s.
 
-    Example:
+    Examples:
         >>> [m.content for m in append_messages([Message.user("Hi")], Message.assistant("Hello"))]
         ['Hi', 'Hello']
     """
@@ -44,6 +44,7 @@ class GraphState(TypedDict):
     """
 
     messages: Annotated[list[Message], append_messages]
+    """The conversation; a node's returned messages are appended (`append_messages`)."""
 
 
 @dataclass
@@ -51,9 +52,13 @@ class GraphRun:
     """One run of the agent graph: LangGraph hands it to every node as its context."""
 
     log: ThreadLog
+    """The thread the run writes to."""
     bounds: RunBounds
+    """The run's iteration budget and usage limits."""
     settings: ModelSettings
+    """The settings every model call of the run is sent with."""
     streaming: bool
+    """Whether the run streams: model output and tool events are yielded as they happen."""
     started: set[str] = field(default_factory=set)
     """Calls this run journaled as started, so they are not marked twice."""
     messages: list[Message] = field(default_factory=list)

@@ -8,7 +8,7 @@ addresses and API keys with dependency-free rules, and redacts them
 For streamed answers, `guard_stream(guardrail)` returns an `OutputGuard`
 that releases text only once it cannot become part of a match.
 
-Example:
+Examples:
     >>> from tidemill.agents.guardrails import RuleGuardrail
     >>> guard = RuleGuardrail(on_violation="redact")
     >>> result = guard.check_output("Reach me at ann@example.org or +1 415 555 0100.")

@@ -1,10 +1,11 @@
 """The `Guardrail` protocol and what a check returns.
 
-A guardrail looks at what goes into a model (the prompt, tool results) and
-what comes out of it (the answer), and says whether it may pass, must be
-redacted, or must be blocked. The runtime calls `check_input` before a model
-sees new messages and `check_output` (or a stream guard, for streamed text)
-before the caller sees an answer.
+A guardrail looks at what goes into a model (the prompt a run starts with)
+and what comes out of it (the answer's text), and says whether it may pass,
+must be redacted, or must be blocked. The runtime calls `check_input` on a
+run's prompt before it is journaled, and `check_output` (or a stream guard,
+for streamed text) on each answer before it is journaled or reaches the
+caller. Tool results are not checked.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 Side = Literal["input", "output"]
-"""Which way the checked text travels: into the model, or out of it."""
+"""What was checked: `input`, a run's prompt; `output`, the model's answer text."""
 
 OnViolation = Literal["redact", "block"]
 """A guardrail's policy when it finds something: replace it, or stop the run."""
@@ -81,7 +82,7 @@ class GuardrailResult:
     hold the redacted version to use instead; with `"block"`, they are None
     and `raise_if_blocked()` raises `GuardrailViolation`.
 
-    Example:
+    Examples:
         >>> from tidemill.agents.guardrails import RuleGuardrail
         >>> result = RuleGuardrail().check_output("Call +44 20 7946 0958 today.")
         >>> result.passed, result.action, result.text
@@ -93,7 +94,9 @@ class GuardrailResult:
     side: Side
     """The side that was checked."""
     action: Action = "allow"
+    """What the policy decided: `allow` (nothing found), `redact` or `block`."""
     violations: tuple[Violation, ...] = ()
+    """What was found, in the order found; empty when the check passed."""
     text: str | None = None
     """For an output check: the text to pass on (the original, or redacted); None when blocked."""
     messages: tuple[Message, ...] | None = field(default=None)
@@ -134,7 +137,8 @@ class Guardrail(Protocol):
         """Check messages about to be sent to the model.
 
         Args:
-            messages: The new messages: the user's prompt, or tool results.
+            messages: The messages a run starts with (its prompt); tool
+                results are not checked.
 
         Returns:
             The decision; with `"redact"`, `messages` holds the same messages

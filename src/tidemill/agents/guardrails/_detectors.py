@@ -43,7 +43,7 @@ class Detector:
     `partial`. Leave `partial` unset when unsure; the stream guard then holds
     back `max_length` characters, which is always safe.
 
-    Example:
+    Examples:
         >>> import re
         >>> order = Detector("order_id", re.compile(r"ORD-[0-9]{8}"), max_length=12)
         >>> order.placeholder
@@ -55,6 +55,7 @@ class Detector:
     pattern: re.Pattern[str]
     """What a match looks like. Bound its repetitions: `{1,64}`, not `+`."""
     kind: ViolationKind = "custom"
+    """The family its violations carry: `pii`, `secret` or `custom`."""
     placeholder: str = ""
     """What redaction puts in place of a match; `[CATEGORY]` by default."""
     max_length: int = 200
@@ -72,7 +73,9 @@ class Detector:
     cheap to scan. Empty (the default) always searches; leave it so when unsure,
     since a wrong entry hides matches."""
     partial_tail: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+    """`partial` anchored at the end of a text; derived from `partial`, not given."""
     required_any: re.Pattern[str] | None = field(default=None, init=False, repr=False)
+    """A pattern that finds any of `required`; derived from `required`, not given."""
 
     def __post_init__(self) -> None:
         if not self.placeholder:

@@ -23,7 +23,7 @@ def resolve_guardrail(spec: str | Guardrail | None = None, /, **config: Any) -> 
     Raises:
         ConfigurationError: For an unknown name or option, or options given with an object.
 
-    Example:
+    Examples:
         >>> resolve_guardrail(on_violation="block").describe()["on_violation"]
         'block'
         >>> resolve_guardrail("rule")

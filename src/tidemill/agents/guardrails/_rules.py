@@ -48,7 +48,7 @@ class RuleGuardrail:
         ConfigurationError: For an unknown category, a policy other than
             `redact`/`block`, a bad pattern, or nothing left to look for.
 
-    Example:
+    Examples:
         >>> guard = RuleGuardrail(on_violation="redact")
         >>> guard.check_output("Card 4111 1111 1111 1111, mail ann@example.org").text
         'Card [CREDIT_CARD], mail [EMAIL]'
@@ -111,7 +111,7 @@ class RuleGuardrail:
     def check_output(self, text: str) -> GuardrailResult:
         """Check the model's text before the caller sees it.
 
-        Example:
+        Examples:
             >>> RuleGuardrail(on_violation="block").check_output("key sk-ant-" + "aB3" * 10).action
             'block'
         """

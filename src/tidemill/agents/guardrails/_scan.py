@@ -167,7 +167,7 @@ def required_gate(detectors: Sequence[Detector]) -> re.Pattern[str] | None:
     so a clean text costs one search instead of one per gate. None when some
     detector requires nothing (it must always be searched).
 
-    Example:
+    Examples:
         >>> from tidemill.agents.guardrails._detectors import BUILTIN_DETECTORS
         >>> gate = required_gate(BUILTIN_DETECTORS)
         >>> gate.search("All done.") is None, gate.search("Call 555") is None

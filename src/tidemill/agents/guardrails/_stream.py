@@ -77,7 +77,7 @@ def guard_stream(guardrail: Guardrail) -> OutputGuard:
     any other guardrail gets a `BufferedStreamGuard`, which releases the
     answer only once it is complete and checked.
 
-    Example:
+    Examples:
         >>> from tidemill.agents.guardrails import RuleGuardrail
         >>> guard = guard_stream(RuleGuardrail())
         >>> [guard.feed(piece) for piece in ["Write to ann", "@example.org", " today"]]

@@ -26,7 +26,7 @@ def resolve_memory(spec: str | Memory, **config: Any) -> Memory:
     Raises:
         ConfigurationError: For an unknown name or option.
 
-    Example:
+    Examples:
         >>> resolve_memory("window", size=4).describe()
         {'kind': 'window', 'size': 4}
     """

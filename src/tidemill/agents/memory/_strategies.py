@@ -52,7 +52,7 @@ class WindowMemory(_NoCompaction):
     the first user message inside the last `size` messages, or, when a run's
     own tool loop is longer than the window, at that run's prompt.
 
-    Example:
+    Examples:
         >>> from tidemill.agents.journal import ThreadState, UserInput
         >>> from tidemill.types import Message
         >>> state = ThreadState("t")
@@ -63,6 +63,7 @@ class WindowMemory(_NoCompaction):
     """
 
     size: int = 20
+    """At most this many recent messages; more when none of them is a user message."""
 
     def __post_init__(self) -> None:
         if self.size < 1:

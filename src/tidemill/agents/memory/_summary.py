@@ -39,8 +39,11 @@ class SummaryMemory:
     """
 
     max_messages: int = 40
+    """Messages the thread may hold before older ones are condensed."""
     keep_last: int = 10
+    """Recent messages always sent verbatim (widened to start on a user's turn)."""
     words: int = 200
+    """A length hint for the summary, in words."""
 
     def __post_init__(self) -> None:
         if self.keep_last < 1 or self.max_messages <= self.keep_last:

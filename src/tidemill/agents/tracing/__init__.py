@@ -8,7 +8,7 @@ OpenTelemetry (the `otel` extra), `NullTracer` does nothing at almost no cost.
 
 Message content is recorded only with `capture_content=True`.
 
-Example:
+Examples:
     >>> import io
     >>> from tidemill.agents.tracing import ConsoleTracer
     >>> out = io.StringIO()

@@ -94,7 +94,7 @@ _ids = itertools.count(1)
 def provider_name(provider: str) -> str:
     """The `gen_ai.provider.name` value for a Tidemill provider name.
 
-    Example:
+    Examples:
         >>> provider_name("gemini"), provider_name("openai")
         ('gcp.gemini', 'openai')
     """
@@ -108,17 +108,6 @@ class Span:
     `with` block, which times it, makes it the current span, and records an
     exception escaping the block as the span's error. The `record_*` methods
     turn Tidemill objects into attributes.
-
-    Attributes:
-        name: `invoke_agent {agent}`, `chat {model}` or `execute_tool {tool}`.
-        kind: `"agent"`, `"model"` or `"tool"`.
-        attributes: GenAI semantic-convention attributes, set so far.
-        parent: The enclosing span, if any.
-        span_id: Unique within the process.
-        status: `"unset"` until the span ends, then `"ok"` or `"error"`.
-        error_type: The `error.type` of a failed span.
-        status_message: What went wrong, for a failed span.
-        backend: Where a tracer keeps its own handle (an OpenTelemetry span).
     """
 
     __slots__ = (
@@ -137,6 +126,30 @@ class Span:
         "status",
         "status_message",
     )
+
+    # Declared here (set in `__init__`) to document them at no cost per span.
+    kind: SpanKind
+    """`"agent"`, `"model"` or `"tool"`."""
+    name: str
+    """`invoke_agent {agent}`, `chat {model}` or `execute_tool {tool}`."""
+    attributes: dict[str, AttributeValue]
+    """GenAI semantic-convention attributes, set so far."""
+    parent: Span | None
+    """The enclosing span, if any."""
+    span_id: int
+    """Unique within the process."""
+    start_ns: int
+    """When the span started (`time.perf_counter_ns()`); 0 until it has."""
+    end_ns: int
+    """When the span ended (`time.perf_counter_ns()`); 0 until it has."""
+    status: Literal["unset", "ok", "error"]
+    """`"unset"` until the span ends, then `"ok"` or `"error"`."""
+    error_type: str | None
+    """The `error.type` of a failed span."""
+    status_message: str | None
+    """What went wrong, for a failed span."""
+    backend: object
+    """Where a tracer keeps its own handle (an OpenTelemetry span)."""
 
     def __init__(
         self,
@@ -385,6 +398,7 @@ class BaseTracer(ABC):
 
     def __init__(self, *, capture_content: bool = False) -> None:
         self.capture_content = capture_content
+        """Whether spans record prompts, answers, tool arguments and tool results."""
 
     @abstractmethod
     def on_start(self, span: Span) -> None:
@@ -479,6 +493,7 @@ class NullTracer:
     """
 
     capture_content = False
+    """Always False: nothing is recorded."""
 
     def agent_span(
         self,

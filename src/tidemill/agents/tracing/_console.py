@@ -24,14 +24,16 @@ class ConsoleTracer(BaseTracer):
     calls print one line each when they end. Message content is never
     printed.
 
-    Example output::
+    Example output:
 
-        invoke_agent support  thread=thread_1
-          chat gpt-4o-mini  412ms  tokens 120 in / 31 out  finish=tool_calls
-          execute_tool lookup_order  3.1ms
-          execute_tool refund  0.8ms  ERROR tool_error
-          chat gpt-4o-mini  380ms  tokens 180 in / 22 out  finish=stop
-        invoke_agent support done  801ms  tokens 300 in / 53 out
+    ```text
+    invoke_agent support  thread=thread_1
+      chat gpt-4o-mini  412ms  tokens 120 in / 31 out  finish=tool_calls
+      execute_tool lookup_order  3.1ms
+      execute_tool refund  0.8ms  ERROR tool_error
+      chat gpt-4o-mini  380ms  tokens 180 in / 22 out  finish=stop
+    invoke_agent support done  801ms  tokens 300 in / 53 out
+    ```
 
     Args:
         stream: Where to write; standard error (looked up at each write) by default.
@@ -41,6 +43,7 @@ class ConsoleTracer(BaseTracer):
     def __init__(self, stream: TextIO | None = None, *, capture_content: bool = False) -> None:
         super().__init__(capture_content=capture_content)
         self.stream = stream
+        """Where it writes; None: standard error, looked up at each write."""
 
     def on_start(self, span: Span) -> None:
         """Announce a run; other spans are printed when they end."""

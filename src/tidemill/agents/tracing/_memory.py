@@ -15,7 +15,7 @@ SpanTree: TypeAlias = list[tuple[str, "SpanTree"]]
 class MemoryTracer(BaseTracer):
     """Keeps every span in memory, in the order they started (`spans`).
 
-    Example:
+    Examples:
         >>> from tidemill.types import ToolCall
         >>> tracer = MemoryTracer()
         >>> with tracer.agent_span("bot", thread_id="t1") as run:
@@ -32,6 +32,7 @@ class MemoryTracer(BaseTracer):
     def __init__(self, *, capture_content: bool = False) -> None:
         super().__init__(capture_content=capture_content)
         self.spans: list[Span] = []
+        """Every span, in the order they started."""
 
     def on_start(self, span: Span) -> None:
         """Keep the span."""

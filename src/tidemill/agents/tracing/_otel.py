@@ -42,7 +42,7 @@ class OTelTracer(BaseTracer):
     Raises:
         MissingDependencyError: When `opentelemetry-api` is not installed.
 
-    Example:
+    Examples:
         >>> from opentelemetry.sdk.trace import TracerProvider
         >>> tracer = OTelTracer(TracerProvider())
         >>> with tracer.agent_span("bot", provider="openai") as run:

@@ -28,7 +28,7 @@ def resolve_tracer(spec: str | Tracer | None = None, /, **config: Any) -> Tracer
         ConfigurationError: For an unknown name or option, or options given with an object.
         MissingDependencyError: For `"otel"` without `opentelemetry-api`.
 
-    Example:
+    Examples:
         >>> type(resolve_tracer("memory", capture_content=True)).__name__
         'MemoryTracer'
         >>> resolve_tracer("consle")

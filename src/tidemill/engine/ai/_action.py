@@ -82,7 +82,7 @@ def render(template: str, values: Mapping[str, Any], *, field: str = "prompt") -
     Raises:
         PlaceholderError: A placeholder failed (a missing key, an unknown name).
 
-    Example:
+    Examples:
         >>> render("{{ user.name }} asks: {{ q }} {{ tags }}", {
         ...     "user": {"name": "Ada"}, "q": "why?", "tags": ["a", 1]})
         'Ada asks: why? ["a",1]'
@@ -117,7 +117,7 @@ def usage_record(
 
     `cost_usd` is None when the call was not priced, or failed before an answer.
 
-    Example:
+    Examples:
         >>> from tidemill.llm import ScriptedModel
         >>> record = usage_record(ScriptedModel(), {"experiment_id": "e1"}, 0.0123)
         >>> record["provider"], record["latency_ms"], record["experiment_id"], record["cost_usd"]
@@ -144,7 +144,7 @@ def provider_retryable(error: ProviderError) -> bool:
     Rate limits, timeouts, server errors (5xx) and dropped connections may
     pass; a refused key, a bad request or a prompt too long will not.
 
-    Example:
+    Examples:
         >>> provider_retryable(RateLimitError("slow down", provider="openai"))
         True
         >>> provider_retryable(ProviderError("bad request", provider="openai", status_code=400))
@@ -169,7 +169,7 @@ def _describe(error: BaseException) -> str:
 def step_error(error: BaseException, **extra: Any) -> dict[str, Any]:
     """An AI step's error as recorded: its type, message, hint, and `extra` facts.
 
-    Example:
+    Examples:
         >>> step_error(ValueError("bad"), limit="max_requests")
         {'type': 'ValueError', 'message': 'bad', 'limit': 'max_requests'}
     """
@@ -184,7 +184,7 @@ def step_error(error: BaseException, **extra: Any) -> dict[str, Any]:
 def step_values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
     """What an AI step's templates and bindings see: the run's values, then its inputs.
 
-    Example:
+    Examples:
         >>> step_values({"ticket": "T"}, {"flow_input": {"a": 1}, "results": {}, "other": 2})
         {'flow_input': {'a': 1}, 'results': {}, 'ticket': 'T'}
     """
@@ -196,7 +196,7 @@ def step_values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[s
 def step_settings(step: AIAction | AIAgent) -> ModelSettings:
     """The model settings an AI step sets (`temperature`, `max_tokens`).
 
-    Example:
+    Examples:
         >>> from tidemill.flows import AIAction
         >>> step_settings(AIAction(model="fake", prompt="Hi", temperature=0.2))
         {'temperature': 0.2}

@@ -35,7 +35,7 @@ TASK_ID = r"^[A-Za-z0-9_.-]{1,64}$"
 class Task:
     """One task of a delegation, as the model gave it.
 
-    Example:
+    Examples:
         >>> Task.of({"id": "t1", "specialist": "researcher", "prompt": "Find X."})
         Task(id='t1', specialist='researcher', prompt='Find X.')
     """
@@ -53,7 +53,7 @@ class Task:
 def bounds(source: AgentLimits | SpecialistBudget) -> dict[str, int]:
     """The bounds an agent's limits (or a specialist's budget) set.
 
-    Example:
+    Examples:
         >>> bounds(SpecialistBudget(max_requests=3, max_iterations=4))
         {'max_requests': 3}
     """
@@ -67,7 +67,7 @@ def remaining(limits: Mapping[str, int], state: ThreadState) -> dict[str, int]:
     its earlier delegations' tasks made; requests and tokens are its run's
     usage, what earlier delegations spent included.
 
-    Example:
+    Examples:
         >>> state = ThreadState("t")
         >>> state.tool_calls = 1
         >>> remaining({"max_tool_calls": 5, "max_total_tokens": 100}, state)
@@ -101,7 +101,7 @@ def admit(
         depth: The delegating agent's depth (the step's agent is 0).
         left: What the delegating agent has left of its bounds (see `remaining`).
 
-    Example:
+    Examples:
         >>> team = {"writer": Specialist(name="writer", budget={"max_requests": 2})}
         >>> tasks = [Task("a", "writer", "..."), Task("a", "poet", "...")]
         >>> for problem in admit(tasks, team, AgentDelegation(), depth=0,

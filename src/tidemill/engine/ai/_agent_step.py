@@ -109,7 +109,7 @@ _BUSY_ATTEMPTS = 3
 def transcript_json(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Messages as JSON, for errors and `AsyncEngine.transcript` callers.
 
-    Example:
+    Examples:
         >>> transcript_json([Message.user("Hi")])
         [{'role': 'user', 'content': 'Hi'}]
     """

@@ -49,7 +49,7 @@ def call_details(
 ) -> dict[str, Any]:
     """The `details` of the approval row for one pending call of a paused thread.
 
-    Example:
+    Examples:
         >>> state = ThreadState("tidemill:r1:agent", seq=4, iterations=2)
         >>> call = ToolCall(id="call_1", name="refund", arguments={"order": "A1"})
         >>> details = call_details(state, call, {"type": "object"})
@@ -71,7 +71,7 @@ def call_details(
 def call_message(call: ToolCall) -> str:
     """The approval's one-line message: the call, as the model made it.
 
-    Example:
+    Examples:
         >>> call_message(ToolCall(name="refund", arguments={"order": "A1", "amount": 20}))
         'refund {"order": "A1", "amount": 20}'
     """
@@ -173,7 +173,7 @@ def check_decision(
 def expired_decision() -> dict[str, Any]:
     """The decision stored when a tool call's approval expires: a rejection the model sees.
 
-    Example:
+    Examples:
         >>> expired_decision()["action"]
         'reject'
     """
@@ -183,7 +183,7 @@ def expired_decision() -> dict[str, Any]:
 def decisions_for(rows: Iterable[ApprovalRow], state: ThreadState) -> dict[str, Decision]:
     """The decided tool-call approvals of a job that answer calls still pending in `state`.
 
-    Example:
+    Examples:
         >>> from tidemill.agents.journal import ApprovalRequested
         >>> state = ThreadState("t")
         >>> state.apply(1, ApprovalRequested(calls=(ToolCall(id="c1", name="pay"),)))

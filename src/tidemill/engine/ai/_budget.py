@@ -83,7 +83,7 @@ def _used(state: ThreadState, bound: str) -> int:
 def reached(state: ThreadState, limits: Mapping[str, int]) -> tuple[str, int, int] | None:
     """The first bound `state` has used up, as `(bound, limit, used)`, if any.
 
-    Example:
+    Examples:
         >>> state = ThreadState("t", tool_calls=2)
         >>> reached(state, {"max_tool_calls": 2})
         ('max_tool_calls', 2, 2)
@@ -100,7 +100,7 @@ def reached(state: ThreadState, limits: Mapping[str, int]) -> tuple[str, int, in
 def extended_limits(agent: AIAgent, rows: Iterable[ApprovalRow]) -> dict[str, int]:
     """The step's askable bounds, each raised to the largest extension granted on `rows`.
 
-    Example:
+    Examples:
         >>> from tidemill.flows import AIAgent
         >>> agent = AIAgent(model="fake", limits={"max_requests": 2, "on_exceeded": "ask"})
         >>> row = ApprovalRow("a1", "r", "r", 1, "s", "", [], "reject", "approved", 0.0,
@@ -127,7 +127,7 @@ def extended_limits(agent: AIAgent, rows: Iterable[ApprovalRow]) -> dict[str, in
 def extended_duration(agent: AIAgent, rows: Iterable[ApprovalRow]) -> float | None:
     """The step's `max_duration` in seconds, raised to the largest extension granted on `rows`.
 
-    Example:
+    Examples:
         >>> from tidemill.flows import AIAgent
         >>> agent = AIAgent(model="fake", limits={"max_duration": "1m", "on_exceeded": "ask"})
         >>> row = ApprovalRow("a1", "r", "r", 1, "s", "", [], "reject", "approved", 0.0,
@@ -154,7 +154,7 @@ def extended_duration(agent: AIAgent, rows: Iterable[ApprovalRow]) -> float | No
 def budget_details(state: ThreadState, bound: str, limit: float, used: float) -> dict[str, Any]:
     """The `details` of a budget approval row.
 
-    Example:
+    Examples:
         >>> details = budget_details(ThreadState("t", seq=7), "max_requests", 2, 2)
         >>> details["session"], details["bound"], details["limit"], details["expected_seq"]
         ('t', 'max_requests', 2, 7)

@@ -35,7 +35,7 @@ _TOOL = "tool:"
 def child_run_id(key: str) -> str:
     """The id of the child run a tool call starts: the same for every attempt of the call.
 
-    Example:
+    Examples:
         >>> child_run_id("r1:agent:call_1") == child_run_id("r1:agent:call_1")
         True
         >>> child_run_id("r1:agent:call_1") == child_run_id("r1:agent:call_2")
@@ -47,7 +47,7 @@ def child_run_id(key: str) -> str:
 def tool_part(tool: str, call_id: str) -> str:
     """The scope part of a tool call's child run.
 
-    Example:
+    Examples:
         >>> tool_part("lookup", "c1")
         'tool:lookup:c1'
     """
@@ -61,7 +61,7 @@ def own_path(path: list[list[str]]) -> list[list[str]]:
     path to it from the top says where it was called from, not where its
     steps are.
 
-    Example:
+    Examples:
         >>> own_path([["each", "body"], ["agent", "tool:lookup:c1"], ["pick", "case:0"]])
         [['pick', 'case:0']]
         >>> own_path([["each", "body"]])
@@ -74,7 +74,7 @@ def own_path(path: list[list[str]]) -> list[list[str]]:
 def is_tool_child(scope: str) -> bool:
     """True when a run with this stored scope is a tool call's child run.
 
-    Example:
+    Examples:
         >>> is_tool_child('[["agent","tool:lookup:c1"]]'), is_tool_child('[["each","body"]]')
         (True, False)
     """

@@ -43,7 +43,7 @@ _MESSAGE: dict[str, Any] = {
 def agent_flow(spec: AgentToolSpec) -> Flow:
     """The one-step flow a call of an `agent` tool runs.
 
-    Example:
+    Examples:
         >>> spec = AgentToolSpec(name="researcher", agent={"model": "fake"},
         ...                      inputs={"memory_id": "team"})
         >>> flow = agent_flow(spec)
@@ -79,7 +79,7 @@ def script_flow(spec: AgentToolSpec, names: Iterable[str]) -> Flow:
     Its step passes the call's arguments `names` (and the bound inputs) from
     `flow_input` to `main`; the flow is the same for every call with the same names.
 
-    Example:
+    Examples:
         >>> spec = AgentToolSpec(name="lookup", run="child", script="def main(q): return q")
         >>> step = script_flow(spec, ["q"]).steps[0]
         >>> step.id, step.kind, step.inputs["q"].expr
@@ -110,7 +110,7 @@ def child_tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
         ConfigurationError: A sub-flow file was not read, or `inputs` binds an
             argument the sub-flow's schema does not have.
 
-    Example:
+    Examples:
         >>> spec = AgentToolSpec(name="refund", flow={"flow": {
         ...     "summary": "Refund an order.",
         ...     "inputs": {"type": "object", "properties": {

@@ -54,7 +54,7 @@ ONE_PER_TURN = Delegation(max_fan_out=1)
 def delegate_parameters() -> dict[str, Any]:
     """The `delegate` tool's arguments: the tasks, each an id, a specialist and a prompt.
 
-    Example:
+    Examples:
         >>> sorted(delegate_parameters()["properties"]["tasks"]["items"]["properties"])
         ['id', 'prompt', 'specialist']
     """
@@ -137,7 +137,7 @@ class DelegateTool(Tool):
         team: What its specialists are built from.
         specialists: Its specialists.
         tools: Its own tools, by name (a specialist's are a subset).
-        limits: Its bounds, as `_agent_admission.bounds` gives them.
+        limits: Its bounds, as `_admission.bounds` gives them.
         depth: Its depth: 0 for the step's agent, 1 for its specialists, ...
         lineage: Its place: the step id, then a task id per level.
         scope: The idempotency scope of its tool calls (empty for the step's agent).

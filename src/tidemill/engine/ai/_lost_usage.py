@@ -36,7 +36,7 @@ def lost_usage(
     `rows` are the usage records stored for this step of this run, oldest
     first; the journal's answered turns are matched to them in order.
 
-    Example:
+    Examples:
         >>> from datetime import datetime
         >>> from tidemill.agents.journal import JournalRecord, ModelTurn
         >>> from tidemill.llm import ScriptedModel

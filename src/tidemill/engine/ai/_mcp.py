@@ -27,7 +27,7 @@ def resolve_env(values: Mapping[str, str], *, where: str) -> dict[str, str]:
     Raises:
         MissingCredentialsError: A named variable is not set.
 
-    Example:
+    Examples:
         >>> import os
         >>> os.environ["TM_DOC_TOKEN"] = "s3cret"
         >>> resolve_env({"Authorization": "env:TM_DOC_TOKEN", "X-Team": "ops"}, where="t")

@@ -73,7 +73,7 @@ def pause_for(
 ) -> AgentPause:
     """The pause of a thread waiting for decisions on `state.pending`.
 
-    Example:
+    Examples:
         >>> from tidemill.agents.journal import ApprovalRequested
         >>> from tidemill.types import ToolCall
         >>> agent = AIAgent(model="fake", approval_timeout=60, tools=[
@@ -117,7 +117,7 @@ def reconcile_pause(
 ) -> AgentPause:
     """The pause asking whether each of `calls` (cut short by a crash) took effect.
 
-    Example:
+    Examples:
         >>> agent = AIAgent(model="fake", approval_timeout=60, tools=[
         ...     {"name": "pay", "script": "def main(): ...", "approvers": ["ann"]}])
         >>> state = ThreadState("t", seq=3, iterations=1, attempts={"c1": 1})
@@ -161,7 +161,7 @@ def budget_pause(
 
     Its approvers are the union of the tools' approvers; none means anyone.
 
-    Example:
+    Examples:
         >>> agent = AIAgent(model="fake", approval_timeout=60)
         >>> pause = budget_pause(ThreadState("t", seq=2), agent, "max_requests", 2, 2)
         >>> pause.requests[0].kind, pause.requests[0].details["limit"]

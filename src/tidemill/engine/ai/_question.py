@@ -65,7 +65,7 @@ class _AskTool(Tool):
 def ask_tool() -> Tool:
     """The `ask_person` tool.
 
-    Example:
+    Examples:
         >>> tool = ask_tool()
         >>> tool.name, tool.requires_approval
         ('ask_person', True)
@@ -76,7 +76,7 @@ def ask_tool() -> Tool:
 def question_details(state: ThreadState, call: ToolCall) -> dict[str, Any]:
     """The `details` of the approval row asking the question of `call`.
 
-    Example:
+    Examples:
         >>> state = ThreadState("t", seq=3, iterations=1)
         >>> call = ToolCall(id="c1", name="ask_person", arguments={"question": "Which?"})
         >>> details = question_details(state, call)
@@ -115,7 +115,7 @@ def check_answer(tx: Tx, approval: ApprovalRow, *, text: str, actor: str | None)
 def expired_answer(approval: ApprovalRow) -> dict[str, Any]:
     """The decision stored when a question expires: the model reads `NO_ANSWER`.
 
-    Example:
+    Examples:
         >>> row = ApprovalRow("a1", "r", "r", 1, "s", "", [], "reject", "pending", 0.0,
         ...     None, None, None, None, "question", {"arguments": {"question": "Q?"}})
         >>> expired_answer(row)["arguments"]["answer"] == NO_ANSWER

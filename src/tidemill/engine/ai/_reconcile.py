@@ -46,7 +46,7 @@ QUESTION = "Did this call take effect?"
 def unsafe_in_flight(state: ThreadState, agent: AIAgent) -> list[ToolCall]:
     """Calls started and never finished whose tool is not idempotent, as they ran.
 
-    Example:
+    Examples:
         >>> from tidemill.agents.journal import ToolStarted
         >>> agent = AIAgent(model="fake", tools=[
         ...     {"name": "pay", "script": "def main(): ...", "idempotent": False}])
@@ -69,7 +69,7 @@ def unsafe_in_flight(state: ThreadState, agent: AIAgent) -> list[ToolCall]:
 def reconcile_details(state: ThreadState, call: ToolCall) -> dict[str, Any]:
     """The `details` of the reconciliation asking whether `call` took effect.
 
-    Example:
+    Examples:
         >>> state = ThreadState("t", seq=5, iterations=2, attempts={"c1": 1})
         >>> details = reconcile_details(state, ToolCall(id="c1", name="pay"))
         >>> details["expected_seq"], details["attempt"], details["question"]
@@ -91,7 +91,7 @@ def reconcile_details(state: ThreadState, call: ToolCall) -> dict[str, Any]:
 def reconcile_message(call: ToolCall) -> str:
     """The reconciliation's one-line message: the question, and the call.
 
-    Example:
+    Examples:
         >>> reconcile_message(ToolCall(name="pay", arguments={"n": 1}))
         'Did this call take effect? pay {"n": 1}'
     """
@@ -135,7 +135,7 @@ def reconcile_answers(
     An answer counts for the attempt it was asked about: a call that ran
     again and was cut short again is asked about again.
 
-    Example:
+    Examples:
         >>> state = ThreadState("t", attempts={"c1": 1})
         >>> row = ApprovalRow("a1", "r", "r", 1, "s", "", [], "reject", "approved", 0.0,
         ...     None, 1.0, "ann", None, "reconcile",
@@ -166,7 +166,7 @@ def confirmed_results(
 ) -> list[ToolFinished]:
     """The results to journal for the calls a person confirmed happened.
 
-    Example:
+    Examples:
         >>> answers = {"c1": {"happened": True, "result": "paid"}, "c2": {"happened": False}}
         >>> calls = [ToolCall(id="c1", name="pay"), ToolCall(id="c2", name="pay")]
         >>> [event.result.content for event in confirmed_results(calls, answers)]

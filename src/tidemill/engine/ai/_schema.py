@@ -10,7 +10,7 @@ parse and the module's source are cached: `signature_schema` by the source
 text, `function_source` by the module's file and its modification time (an
 edited file is read again).
 
-Example:
+Examples:
     >>> code = (
     ...     "def main(order_id: str, amount: float = 0.0, tags: list[str] | None = None):\n"
     ...     "    '''Refund an order.\n\n    Args:\n"
@@ -105,7 +105,7 @@ def annotation_schema(node: ast.expr | None) -> dict[str, Any]:
 
     Unknown names (classes of the script, `Any`) accept any JSON value.
 
-    Example:
+    Examples:
         >>> hint = ast.parse("dict[str, int] | Literal['a', 'b']", mode="eval").body
         >>> annotation_schema(hint)["anyOf"]
         [{'type': 'object', 'additionalProperties': {'type': 'integer'}}, {'enum': ['a', 'b']}]
@@ -196,7 +196,7 @@ def signature_schema(
         ConfigurationError: The source does not parse, has no such function,
             or the function takes what a model cannot fill.
 
-    Example:
+    Examples:
         >>> found = signature_schema("def main(q: str, *, limit: int = 5): ...")
         >>> found.parameters["properties"]
         {'q': {'type': 'string'}, 'limit': {'type': 'integer', 'default': 5}}
@@ -262,7 +262,7 @@ def function_source(reference: str) -> tuple[str, str]:
     Raises:
         ConfigurationError: The reference is malformed or its source is not found.
 
-    Example:
+    Examples:
         >>> source, name = function_source("json:dumps")
         >>> name, "def dumps(" in source
         ('dumps', True)

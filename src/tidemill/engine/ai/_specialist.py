@@ -34,7 +34,7 @@ _ENDED = {
 def task_thread(parent_thread: str, call_id: str, task_id: str) -> str:
     """The journal thread of a task of a `delegate` call.
 
-    Example:
+    Examples:
         >>> task_thread("tidemill:r1:agent", "c1", "t1")
         'tidemill:r1:agent:c1:t1'
     """
@@ -44,7 +44,7 @@ def task_thread(parent_thread: str, call_id: str, task_id: str) -> str:
 def limit_name(name: str) -> str:
     """The flow's name of one of the agent library's limits.
 
-    Example:
+    Examples:
         >>> limit_name("requests"), limit_name("max_iterations")
         ('max_requests', 'max_iterations')
     """
@@ -54,7 +54,7 @@ def limit_name(name: str) -> str:
 def failed_entry(task: Task, error: dict[str, Any]) -> dict[str, Any]:
     """A task's entry when it failed.
 
-    Example:
+    Examples:
         >>> failed_entry(Task("t1", "writer", "..."), {"type": "E", "message": "no"})["ok"]
         False
     """

@@ -32,7 +32,7 @@ def tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
         ConfigurationError: The source does not parse, lacks the function, or
             `inputs` binds an argument the function does not take.
 
-    Example:
+    Examples:
         >>> spec = AgentToolSpec(name="refund", inputs={"currency": "EUR"},
         ...     script="def main(order: str, currency: str):\n    '''Refund.'''\n")
         >>> schema, description = tool_schema(spec)
@@ -76,7 +76,7 @@ def bind_inputs(spec: AgentToolSpec, values: Mapping[str, Any]) -> dict[str, Any
     Raises:
         ExpressionError: An expression failed.
 
-    Example:
+    Examples:
         >>> spec = AgentToolSpec(name="t", script="def main(a, b): ...",
         ...                      inputs={"a": 1, "b": {"expr": "customer.id"}})
         >>> bind_inputs(spec, {"customer": {"id": "c7"}})
@@ -126,7 +126,7 @@ class ToolSite:
     def key(self, call_id: str) -> str:
         """The idempotency key of one tool call: the same on every attempt of the call.
 
-        Example:
+        Examples:
             >>> ToolSite("r1", "agent", 1, ScriptPool).key("call_9")
             'r1:agent:call_9'
             >>> ToolSite("r1", "agent", 1, ScriptPool, scope="c1:t1").key("call_9")

@@ -28,7 +28,7 @@ class MeteredModel(Model):
     `agent` name, which the records' `model` then carries:
     `"<model> (specialist <agent>)"` (metrics see the plain model name).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill.llm import ScriptedModel
         >>> from tidemill.types import Message

@@ -118,7 +118,7 @@ def _result_of(flow: Flow) -> Expression | None:
 def child_scope(parent: str, step_id: str, part: str) -> str:
     """The scope path of a child run, as stored.
 
-    Example:
+    Examples:
         >>> child_scope("[]", "each", "body")
         '[["each","body"]]'
     """

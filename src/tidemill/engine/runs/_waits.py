@@ -55,27 +55,7 @@ _WORKER = "tidemill worker"
 class Wait:
     """What one unfinished step of a run waits for.
 
-    Attributes:
-        kind: One of `WAIT_KINDS`.
-        step: The step's path from the run asked about (`ask`,
-            `each[2]/agent`); None when the run itself waits (`concurrency`).
-        run_id: The run (or child run) the step belongs to.
-        reason: What it waits for, in one line.
-        job_id: The step attempt's job, when there is one.
-        approval_id: The approval request to decide, for a person's decision.
-        approvers: Who may decide it (empty: anyone).
-        commands: The commands that unblock it, where a person can (add
-            `--db URL` unless `TIDEMILL_DB` names the store).
-        since: When this wait began (seconds since the epoch).
-        until: When it ends by itself, if it does: an approval's expiry, a
-            retry's due time, the end of a worker's lease.
-        then: What happens at `until`.
-        details: The facts behind `reason` (the tool and its arguments, the
-            question, the bound and its limit, the worker, the concurrency
-            key and limit, ...).
-        children: For `children`: what the unfinished child runs wait for.
-
-    Example:
+    Examples:
         >>> wait = Wait("queued", "hi", "r1", "queued; no worker has claimed it yet",
         ...             commands=("tidemill worker",))
         >>> [w.step for w in wait.walk()], wait.commands
@@ -83,18 +63,40 @@ class Wait:
     """
 
     kind: str
+    """One of `WAIT_KINDS`."""
     step: str | None
+    """The step's path from the run asked about (`ask`, `each[2]/agent`).
+
+    None when the run itself waits (`concurrency`)."""
     run_id: str
+    """The run (or child run) the step belongs to."""
     reason: str
+    """What it waits for, in one line."""
     job_id: int | None = None
+    """The step attempt's job, when there is one."""
     approval_id: str | None = None
+    """The approval request to decide, for a person's decision."""
     approvers: tuple[str, ...] = ()
+    """Who may decide it (empty: anyone)."""
     commands: tuple[str, ...] = ()
+    """The commands that unblock it, where a person can.
+
+    Add `--db URL` to them unless `TIDEMILL_DB` names the store."""
     since: float | None = None
+    """When this wait began (seconds since the epoch)."""
     until: float | None = None
+    """When it ends by itself, if it does (seconds since the epoch).
+
+    An approval's expiry, a retry's due time, the end of a worker's lease."""
     then: str | None = None
+    """What happens at `until`."""
     details: Mapping[str, Any] = field(default_factory=dict)
+    """The facts behind `reason`.
+
+    The tool and its arguments, the question, the bound and its limit, the
+    worker, the concurrency key and limit, ..."""
     children: tuple[Wait, ...] = ()
+    """For `children`: what the unfinished child runs wait for."""
 
     def walk(self) -> Iterator[Wait]:
         """This wait, then those of its child runs, depth first."""
@@ -333,7 +335,7 @@ def _who(approvers: list[str]) -> str:
 def _commands(kind: str, approval: ApprovalRow) -> tuple[str, ...]:
     """The commands that decide an approval request (`--as` one of its approvers).
 
-    Example:
+    Examples:
         >>> row = ApprovalRow("a1", "r", "r", 1, "s", "", ["alice"], "reject", "pending",
         ...     0.0, None, None, None, None, "budget", {"bound": "max_requests", "limit": 2})
         >>> for command in _commands("budget", row):

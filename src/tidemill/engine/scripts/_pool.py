@@ -57,7 +57,7 @@ class ScriptError(TypedDict):
 class ScriptCall:
     r"""One script to run: inline `code` defining ``main``, or an importable `function`.
 
-    Example:
+    Examples:
         >>> ScriptCall(code="def main(x):\n    return x * 2\n", args={"x": 21}).timeout is None
         True
         >>> ScriptCall(function="json:dumps", args={"obj": [1]}).function
@@ -102,7 +102,7 @@ class ScriptCall:
 class ScriptOutcome:
     """What one script call did.
 
-    Example:
+    Examples:
         >>> ScriptOutcome(ok=True, result=42).error is None
         True
     """
@@ -254,7 +254,7 @@ class ScriptPool:
         start_timeout: Seconds a child may take to start before the pool gives up.
         close_timeout: Seconds `close` waits for children to exit before killing them.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> async def double(x):
         ...     async with ScriptPool(size=1) as pool:

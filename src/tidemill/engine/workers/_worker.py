@@ -99,10 +99,10 @@ class Worker:
             died or hung past its lease) fails with `WorkerLost` instead of
             being run again.
         metrics: Where AI steps count their model calls, tokens, tool calls
-            and bound crossings (see `tidemill.engine._metrics`); None (the
+            and bound crossings (see `tidemill.engine.Metrics`); None (the
             default) records nothing.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill.engine import AsyncEngine, ModelChoice
         >>> from tidemill.llm import new_http_client

@@ -54,7 +54,7 @@ ANTHROPIC_SOURCE = CredentialSource(
 def default_max_tokens(model: str) -> int:
     """The `max_tokens` sent when the settings give none (the API requires one).
 
-    Example:
+    Examples:
         >>> default_max_tokens("claude-sonnet-4-5"), default_max_tokens("claude-3-haiku-20240307")
         (8192, 4096)
     """
@@ -84,7 +84,7 @@ class AnthropicModel(HttpModel):
         ConfigurationError: Without an API key, or with a thinking budget not
             below `max_tokens`.
 
-    Example:
+    Examples:
         >>> model = AnthropicModel("claude-sonnet-4-5", api_key="sk-ant-test", thinking_budget=2048)
         >>> model.provider, model.max_tokens
         ('anthropic', 8192)
@@ -181,7 +181,7 @@ _NO_SAMPLING = re.compile(r"claude-(opus-4-[7-9]|(opus|sonnet|haiku)-([5-9]|[1-9
 def rejects_sampling(model: str) -> bool:
     """Whether a Claude model refuses `temperature` and `top_p`.
 
-    Example:
+    Examples:
         >>> rejects_sampling("claude-sonnet-4-5"), rejects_sampling("claude-sonnet-5-5")
         (False, True)
     """
@@ -210,7 +210,7 @@ def build_messages_request(
     extended thinking, which refuses forced tool use. `AnthropicModel` turns
     the call back into the answer's text.
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message
         >>> build_messages_request("claude-sonnet-4-5", ModelRequest([Message.user("Hi")]))
         {'model': 'claude-sonnet-4-5', 'max_tokens': 8192, \

@@ -63,7 +63,7 @@ class AnthropicVertexModel(GoogleHttpModel):
         ConfigurationError: Without a project or a token, or with a thinking
             budget not below `max_tokens`.
 
-    Example:
+    Examples:
         >>> model = AnthropicVertexModel("claude-sonnet-4-5@20250929", project="acme",
         ...                              location="us-east5", access_token="ya29.test")
         >>> call = model.build_call(ModelRequest([]), stream=True)

@@ -1,10 +1,11 @@
 """`BedrockModel`: any Amazon Bedrock model through the Converse API, over plain httpx.
 
 `POST {endpoint}/model/{modelId}/converse` answers with JSON and
-`.../converse-stream` with an AWS event stream (`_eventstream`), parsed by
-`_bedrock_stream`. Requests are SigV4-signed here (`_sigv4`) with keys found
-by `_aws`, or carry a Bedrock API key as a bearer token; no AWS SDK is
-involved in the call itself.
+`.../converse-stream` with an AWS event stream (decoded by
+`tidemill.llm.http._eventstream`), parsed by `_stream`. Requests are
+SigV4-signed here (with `tidemill.llm.http._sigv4`) with keys found by
+`_aws`, or carry a Bedrock API key as a bearer token; no AWS SDK is involved
+in the call itself.
 
 The model id may be a foundation model (`anthropic.claude-sonnet-4-5-20250929-v1:0`),
 a cross-region inference profile (`us.anthropic...`, `global.anthropic...`) or
@@ -125,7 +126,7 @@ class BedrockModel(HttpModel):
     Raises:
         ConfigurationError: Without a region or credentials, naming what to set.
 
-    Example:
+    Examples:
         >>> model = BedrockModel("us.amazon.nova-micro-v1:0", region="us-east-1",
         ...                      access_key_id="AKIDEXAMPLE", secret_access_key="secret")
         >>> model.build_call(ModelRequest([]), stream=True).url
@@ -341,7 +342,7 @@ def takes_tool_choice(model_id: str) -> bool:
     Bedrock documents forced tool choice for Anthropic Claude and Amazon Nova
     models; others are sent the output tool without forcing.
 
-    Example:
+    Examples:
         >>> takes_tool_choice("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
         True
         >>> takes_tool_choice("meta.llama3-70b-instruct-v1:0")
@@ -378,7 +379,7 @@ def build_converse_request(
         ConfigurationError: For an image given by an `http(s)` URL, which
             Bedrock cannot fetch (use a `data:` URL or an `s3://` URI).
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message
         >>> build_converse_request(ModelRequest([Message.system("Be brief."), Message.user("Hi")]))
         {'messages': [{'role': 'user', 'content': [{'text': 'Hi'}]}], \

@@ -16,8 +16,8 @@ In order, the first that gives an answer wins:
 
 The region comes from `region=`, `Credentials.region`, `AWS_REGION`,
 `AWS_DEFAULT_REGION`, then (with botocore) the profile's configured region.
-Botocore is only used to find credentials; requests are signed here
-(`_sigv4`) and sent with httpx.
+Botocore is only used to find credentials; requests are signed by Tidemill
+(`tidemill.llm.http._sigv4`) and sent with httpx.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def resolve_bedrock_access(
         ConfigurationError: Without a region or credentials, naming what to set.
         MissingDependencyError: When `profile=` is given without botocore installed.
 
-    Example:
+    Examples:
         >>> access = resolve_bedrock_access(
         ...     region="eu-west-1", access_key_id="AKIDEXAMPLE", secret_access_key="secret",
         ...     environ={})

@@ -1,8 +1,9 @@
 """Parsing Bedrock Converse responses, whole or streamed, into Tidemill types.
 
-A `ConverseStream` body is AWS event-stream messages (`_eventstream`), each
-naming its event in the `:event-type` header with a JSON payload (which
-carries a random-length `"p"` padding field, ignored):
+A `ConverseStream` body is AWS event-stream messages (decoded by
+`tidemill.llm.http._eventstream`), each naming its event in the
+`:event-type` header with a JSON payload (which carries a random-length
+`"p"` padding field, ignored):
 
 - `messageStart`; then per content block, keyed by `contentBlockIndex`, an
   optional `contentBlockStart` (tool uses announce their id and name there;
@@ -108,7 +109,7 @@ def parse_converse_usage(usage: JsonObject) -> Usage:
     Bedrock's `inputTokens` leaves out the tokens read from or written to
     the prompt cache; `Usage.input_tokens` counts them in.
 
-    Example:
+    Examples:
         >>> used = parse_converse_usage({"inputTokens": 10, "outputTokens": 5,
         ...                              "cacheReadInputTokens": 100, "cacheWriteInputTokens": 20})
         >>> used.input_tokens, used.output_tokens, used.cache_read_tokens, used.cache_write_tokens

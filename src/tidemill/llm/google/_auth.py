@@ -49,7 +49,7 @@ _KEY_REASONS = ("API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED", "API_KEY_HTTP_REFE
 def vertex_host(location: str) -> str:
     """The Vertex AI API host of a location; `global` has no regional prefix.
 
-    Example:
+    Examples:
         >>> vertex_host("europe-west4"), vertex_host("global")
         ('https://europe-west4-aiplatform.googleapis.com', 'https://aiplatform.googleapis.com')
     """
@@ -90,7 +90,7 @@ class VertexSource:
             ConfigurationError: Without a project or an access token, naming
                 the variables to set.
 
-        Example:
+        Examples:
             >>> creds = VertexSource("vertex").resolve(
             ...     project="acme", location="us-east5", access_token="ya29.x", environ={}
             ... )

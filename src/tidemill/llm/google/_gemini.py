@@ -9,7 +9,7 @@ call goes and how it is authorised:
   {project}/locations/{location}/publishers/google/models/{model}`), a
   bearer token (`GOOGLE_OAUTH_ACCESS_TOKEN`).
 
-The request builder here and the parser in `_gemini_stream` are shared;
+The request builder here and the parser in `_stream` are shared;
 each subclass only says where to send the call and with which headers.
 """
 
@@ -179,7 +179,7 @@ class GeminiModel(_GeminiBase):
     Raises:
         ConfigurationError: Without an API key.
 
-    Example:
+    Examples:
         >>> model = GeminiModel("gemini-2.5-flash", api_key="AIza-test")
         >>> model.build_call(ModelRequest([]), stream=True).url
         'https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse'
@@ -270,7 +270,7 @@ class VertexGeminiModel(_GeminiBase):
     Raises:
         ConfigurationError: Without a project or a token.
 
-    Example:
+    Examples:
         >>> model = VertexGeminiModel("gemini-2.5-pro", project="acme", location="us-central1",
         ...                           access_token="ya29.test")
         >>> model.build_call(ModelRequest([]), stream=False).url
@@ -378,7 +378,7 @@ def build_generate_content_request(
     by `gemini_schema` (unsupported keywords removed); without a schema, only
     the MIME type (JSON mode).
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message
         >>> build_generate_content_request(ModelRequest([Message.system("Be brief."),
         ...                                              Message.user("Hi")]))

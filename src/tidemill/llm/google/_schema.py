@@ -60,7 +60,7 @@ def gemini_parameters(schema: Mapping[str, JsonValue]) -> Schema | None:
     Gemini refuses an `OBJECT` whose `properties` are empty, so a tool that
     takes nothing is declared without parameters.
 
-    Example:
+    Examples:
         >>> gemini_parameters({"type": "object", "properties": {}}) is None
         True
     """
@@ -73,7 +73,7 @@ def gemini_parameters(schema: Mapping[str, JsonValue]) -> Schema | None:
 def gemini_schema(schema: Mapping[str, JsonValue]) -> Schema:
     """Rewrite one JSON Schema for Gemini.
 
-    Example:
+    Examples:
         >>> gemini_schema({
         ...     "$defs": {"Unit": {"enum": ["c", "f"], "type": "string"}},
         ...     "type": "object",

@@ -97,7 +97,7 @@ def parse_gemini_usage(usage: JsonObject, previous: Usage | None = None) -> Usag
     `promptTokenCount` already counts cached tokens; `candidatesTokenCount`
     leaves out the thinking tokens, which `Usage.output_tokens` includes.
 
-    Example:
+    Examples:
         >>> usage = parse_gemini_usage({"promptTokenCount": 30, "cachedContentTokenCount": 20,
         ...                             "candidatesTokenCount": 5, "thoughtsTokenCount": 40})
         >>> usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.reasoning_tokens

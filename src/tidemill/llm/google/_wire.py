@@ -97,7 +97,7 @@ class GeminiGenerationConfig(TypedDict, total=False):
     thinkingConfig: GeminiThinkingConfig
     responseMimeType: str
     responseSchema: dict[str, JsonValue]
-    """Gemini's OpenAPI-style schema (see `_gemini_schema`), not JSON Schema."""
+    """Gemini's OpenAPI-style schema (see `_schema`), not JSON Schema."""
 
 
 class GeminiRequest(TypedDict, total=False):

@@ -60,7 +60,7 @@ def no_cookies() -> http.cookiejar.CookieJar:
     A client shared by many calls (and, in the proxy, by many callers) must
     not send the cookies one answer set with every later request.
 
-    Example:
+    Examples:
         >>> cookies = httpx.Cookies(no_cookies())
         >>> request = httpx.Request("POST", "https://api.example.com/v1/chat")
         >>> cookies.extract_cookies(httpx.Response(200, headers={"set-cookie": "s=1"},
@@ -94,7 +94,7 @@ def new_http_client(
             `StreamingTransport` opens one per concurrent request).
         max_keepalive: Idle connections kept for reuse.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill.llm import resolve_model
         >>> client = new_http_client()
@@ -150,7 +150,7 @@ class HttpClient:
         auth_hint: The hint of an `AuthenticationError`.
         sleep: How to wait between retries.
 
-    Example:
+    Examples:
         >>> import asyncio, httpx
         >>> transport = httpx.MockTransport(lambda request: httpx.Response(200, json={"ok": 1}))
         >>> http = HttpClient("demo", client=httpx.AsyncClient(transport=transport))

@@ -87,7 +87,7 @@ class EventStreamMessage:
     def header(self, name: str) -> HeaderValue | None:
         """The value of the header `name`, or `None` when the message has none.
 
-        Example:
+        Examples:
             >>> message = EventStreamMessage(
             ...     (EventStreamHeader(":event-type", 7, "messageStart"),), b"{}", 0, 0, 0, 0
             ... )
@@ -114,7 +114,7 @@ class EventStreamDecoder:
     Args:
         provider: The provider's name, for the errors.
 
-    Example:
+    Examples:
         >>> frame = bytes.fromhex("000000100000000005c248eb7d98c8ff")  # an empty message
         >>> decoder = EventStreamDecoder()
         >>> decoder.feed(frame[:7]), len(decoder.feed(frame[7:]))

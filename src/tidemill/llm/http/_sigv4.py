@@ -36,7 +36,7 @@ class AwsKeys:
 
     The secret and the token never show in `repr`.
 
-    Example:
+    Examples:
         >>> AwsKeys("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
         AwsKeys(access_key_id='AKIDEXAMPLE', secret_access_key=<set>)
     """
@@ -123,7 +123,7 @@ def sign_v4(
         headers: Other headers to sign as well.
         now: The signing time (default: now).
 
-    Example:
+    Examples:
         >>> from datetime import datetime, UTC
         >>> signed = sign_v4(
         ...     "GET", "https://example.amazonaws.com/", body=b"",

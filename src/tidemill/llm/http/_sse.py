@@ -44,7 +44,7 @@ class SSEDecoder:
     an event whose blank line never came is still returned then, because
     some servers end the body right after the last `data:` line.
 
-    Example:
+    Examples:
         >>> decoder = SSEDecoder()
         >>> decoder.feed(b"event: ping\ndata: {}\n\ndata: par")
         [ServerSentEvent(event='ping', data='{}', id=None, retry=None)]

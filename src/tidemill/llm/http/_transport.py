@@ -73,7 +73,7 @@ class StreamingTransport(httpx.AsyncBaseTransport):
         max_idle: Idle connections kept per origin.
         ssl_context: For `https`; by default `httpx`'s (certifi, `SSL_CERT_FILE`).
 
-    Example:
+    Examples:
         >>> import httpx
         >>> client = httpx.AsyncClient(transport=StreamingTransport())
     """
@@ -269,7 +269,7 @@ def request_head(
     With `length` None, the head stops after the headers (no `content-length`,
     no blank line), for a caller to finish per request.
 
-    Example:
+    Examples:
         >>> request_head("POST", httpx.URL("http://h/v1/x?a=1"), [(b"host", b"h")], 2)
         b'POST /v1/x?a=1 HTTP/1.1\r\nhost: h\r\ncontent-length: 2\r\n\r\n'
     """
@@ -291,7 +291,7 @@ def use_streaming_transport() -> bool:
     ...: only `httpx`'s own transport goes through one), nor when
     `TIDEMILL_HTTP_TRANSPORT=httpx` asks for `httpx`'s transport.
 
-    Example:
+    Examples:
         >>> import os
         >>> os.environ["TIDEMILL_HTTP_TRANSPORT"] = "httpx"
         >>> use_streaming_transport()

@@ -65,7 +65,7 @@ class AzureOpenAIModel(OpenAIChatModel):
     Raises:
         ConfigurationError: Without an endpoint, or with neither a key nor a token.
 
-    Example:
+    Examples:
         >>> model = AzureOpenAIModel("prod-gpt4o", api_key="k",
         ...                          base_url="https://acme.openai.azure.com")
         >>> model.build_call(ModelRequest([]), stream=False).url

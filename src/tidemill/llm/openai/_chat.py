@@ -62,7 +62,7 @@ class OpenAIChatModel(HttpModel):
     Raises:
         ConfigurationError: For an unknown provider, or no API key where one is needed.
 
-    Example:
+    Examples:
         >>> model = OpenAIChatModel("gpt-4o-mini", api_key="sk-test")
         >>> model.provider, model.model_name
         ('openai', 'gpt-4o-mini')
@@ -189,7 +189,7 @@ def build_chat_request(
     asked), or `{"type": "json_object"}` without a schema or for a vendor
     that only has JSON mode (DeepSeek).
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message
         >>> build_chat_request("gpt-4o", ModelRequest([Message.user("Hi")]), stream=True)
         {'model': 'gpt-4o', 'messages': [{'role': 'user', 'content': 'Hi'}], 'stream': True, \

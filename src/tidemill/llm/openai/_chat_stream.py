@@ -66,7 +66,7 @@ _FINISH: dict[str, FinishReason] = {
 def parse_chat_usage(usage: JsonObject) -> Usage:
     """Read a Chat Completions `usage` object, with the vendors' cache fields.
 
-    Example:
+    Examples:
         >>> parse_chat_usage({"prompt_tokens": 10, "completion_tokens": 3,
         ...                   "prompt_tokens_details": {"cached_tokens": 4}}).cache_read_tokens
         4

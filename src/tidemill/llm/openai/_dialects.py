@@ -276,7 +276,7 @@ _ALPHABET = string.ascii_letters + string.digits
 def mistral_call_id(call_id: str) -> str:
     """Return `call_id` if Mistral accepts it, else a stable 9-character stand-in.
 
-    Example:
+    Examples:
         >>> mistral_call_id("FI5qQGzDE")
         'FI5qQGzDE'
         >>> new = mistral_call_id("call_JMW1whyEaYG438VE1OIflxA2")

@@ -81,7 +81,7 @@ class OpenAIResponsesModel(HttpModel):
     Raises:
         ConfigurationError: Without an API key.
 
-    Example:
+    Examples:
         >>> model = OpenAIResponsesModel("gpt-5", api_key="sk-test", reasoning_effort="low")
         >>> call = model.build_call(ModelRequest([]), stream=True)
         >>> call.url, call.body["store"], call.body["include"]
@@ -188,7 +188,7 @@ def build_responses_request(
     schema, strict}` (the schema made strict when asked), or
     `{"type": "json_object"}` without a schema.
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message
         >>> build_responses_request("gpt-4.1", ModelRequest([Message.user("Hi")]), store=True)
         {'model': 'gpt-4.1', 'input': [{'role': 'user', 'content': 'Hi'}], 'stream': False, \

@@ -56,7 +56,7 @@ _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.fa
 def parse_responses_usage(usage: JsonObject) -> Usage:
     """Read a Responses `usage` object.
 
-    Example:
+    Examples:
         >>> parse_responses_usage({"input_tokens": 90, "output_tokens": 40,
         ...     "input_tokens_details": {"cached_tokens": 64},
         ...     "output_tokens_details": {"reasoning_tokens": 32}}).cache_read_tokens

@@ -14,7 +14,7 @@ names into models; `_streaming` sends a stream with keep-alives; `_relay` is
 the fast path for streams from OpenAI-format upstreams, over the provider
 layer's lean HTTP/1.1 client (`tidemill.llm.http._transport`); `_app` wires the routes.
 
-Example:
+Examples:
     >>> from tidemill.llm import ScriptedModel
     >>> from starlette.applications import Starlette
     >>> app = create_app(ModelRouter(aliases={"echo": ScriptedModel(["Hi!"])}))

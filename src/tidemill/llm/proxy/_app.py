@@ -74,7 +74,7 @@ def create_app(
     Raises:
         ConfigurationError: For a keep-alive interval that is not positive.
 
-    Example:
+    Examples:
         >>> from starlette.testclient import TestClient
         >>> from tidemill.llm import ScriptedModel
         >>> app = create_app(ModelRouter(aliases={"echo": ScriptedModel(["Hi!"])}))

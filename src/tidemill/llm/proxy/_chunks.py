@@ -64,7 +64,7 @@ def error_event(body: ErrorBody) -> bytes:
 
     The official SDKs raise an `APIError` for any event whose data holds `error`.
 
-    Example:
+    Examples:
         >>> event = error_event({"error": {"message": "x", "type": "api_error", "param": None,
         ...                                "code": None}})
         >>> event.splitlines()[:2]
@@ -83,7 +83,7 @@ class ChunkEncoder:
         include_usage: Whether the client asked for the final usage chunk; every
             other chunk then carries `"usage": null`, as OpenAI's do.
 
-    Example:
+    Examples:
         >>> import json
         >>> encoder = ChunkEncoder(model="m", response_id="chatcmpl-1", created=0)
         >>> frame = encoder.event(TextDelta(delta="Hi"))

@@ -44,7 +44,7 @@ class ProxyError(TidemillError):
         param: The request field at fault, e.g. `messages[1].content`.
         headers: Headers to send with the error (`retry-after`).
 
-    Example:
+    Examples:
         >>> error = ProxyError("No such thing.", status=404, code="not_found")
         >>> error.body()
         {'error': {'message': 'No such thing.', 'type': 'invalid_request_error', \
@@ -83,7 +83,7 @@ class ProxyError(TidemillError):
 class InvalidRequest(ProxyError):
     """The request body is not a Chat Completions request the proxy can serve (HTTP 400).
 
-    Example:
+    Examples:
         >>> InvalidRequest("`messages` must be a list.", param="messages").status
         400
     """
@@ -109,7 +109,7 @@ def proxy_error(error: BaseException) -> ProxyError:
     provider cannot fetch, a schema strict mode cannot express) is a 400
     saying why. Anything unexpected is a 500 that names no internals.
 
-    Example:
+    Examples:
         >>> from tidemill.errors import RateLimitError
         >>> error = proxy_error(RateLimitError("Slow down.", provider="openai", retry_after=1.5))
         >>> error.status, error.headers

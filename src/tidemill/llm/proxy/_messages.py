@@ -27,7 +27,7 @@ _DETAILS = ("auto", "low", "high")
 def describe_type(value: object) -> str:
     """Name a JSON value's type the way an error message should.
 
-    Example:
+    Examples:
         >>> describe_type(None), describe_type(True), describe_type([1])
         ('null', 'a boolean', 'an array')
     """
@@ -60,7 +60,7 @@ def parse_messages(value: object) -> list[Message]:
     Raises:
         InvalidRequest: Naming the first field that cannot be read.
 
-    Example:
+    Examples:
         >>> [m.role.value for m in parse_messages([
         ...     {"role": "developer", "content": "Be brief."},
         ...     {"role": "user", "content": [{"type": "text", "text": "Hi"}]},

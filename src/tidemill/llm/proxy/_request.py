@@ -59,7 +59,7 @@ def parse_json(body: bytes) -> object:
     Raises:
         InvalidRequest: When the body is not valid JSON.
 
-    Example:
+    Examples:
         >>> parse_json(b'{"model": "m"}')
         {'model': 'm'}
     """
@@ -84,7 +84,7 @@ def parse_chat_request(payload: object) -> ChatCompletionRequest:
         InvalidRequest: Naming the first field that is missing, of the wrong
             type, or asks for something the proxy cannot honour.
 
-    Example:
+    Examples:
         >>> parsed = parse_chat_request({
         ...     "model": "openai:gpt-4o-mini",
         ...     "messages": [{"role": "user", "content": "Hi"}],

@@ -48,7 +48,7 @@ def now() -> int:
 def finish_reason(reason: FinishReason) -> OpenAIFinishReason:
     """Map a Tidemill finish reason to OpenAI's.
 
-    Example:
+    Examples:
         >>> finish_reason("tool_calls"), finish_reason("unknown")
         ('tool_calls', 'stop')
     """
@@ -58,7 +58,7 @@ def finish_reason(reason: FinishReason) -> OpenAIFinishReason:
 def usage_body(usage: Usage) -> CompletionUsage:
     """Write a `Usage` as OpenAI's `usage` object.
 
-    Example:
+    Examples:
         >>> usage_body(Usage(input_tokens=12, output_tokens=5, cache_read_tokens=4))
         {'prompt_tokens': 12, 'completion_tokens': 5, 'total_tokens': 17, \
 'prompt_tokens_details': {'cached_tokens': 4}, 'completion_tokens_details': {'reasoning_tokens': 0}}
@@ -88,7 +88,7 @@ def completion_body(
         response_id: The `chatcmpl-` id.
         created: The Unix timestamp.
 
-    Example:
+    Examples:
         >>> from tidemill.types import Message
         >>> body = completion_body(
         ...     ModelResponse(message=Message.assistant("Hi!"), usage=Usage(input_tokens=3,

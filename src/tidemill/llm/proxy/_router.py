@@ -54,7 +54,7 @@ class ModelRouter:
         http_client: The `httpx` client models use; by default one is made on
             first use and closed by `aclose`.
 
-    Example:
+    Examples:
         >>> from tidemill.llm import ScriptedModel
         >>> router = ModelRouter(aliases={"fast": "openai:gpt-4o-mini", "echo": ScriptedModel()})
         >>> router.listed()

@@ -4,7 +4,7 @@ Connect to a server that runs as a subprocess (stdio) or listens on a URL
 (streamable HTTP); its tools become `Tool` objects named `{server}__{tool}`,
 ready to give to an agent. Needs the `mcp` extra: `pip install 'tidemill[mcp]'`.
 
-Example:
+Examples:
     ```python
     from tidemill import agent
     from tidemill.tools.mcp import MCPConnection

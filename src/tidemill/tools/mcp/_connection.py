@@ -50,7 +50,7 @@ async def connect_mcp(
         MCPConnectionError: When the server cannot be started, reached or initialised.
         MissingDependencyError: When the `mcp` package is not installed.
 
-    Example:
+    Examples:
         ```python
         calc = await connect_mcp(command="python", args=["calc_server.py"], name="calc")
         try:
@@ -82,7 +82,7 @@ class MCPConnection:
         server: The server; or describe it with the keyword arguments of `MCPServer`.
         **options: `command=`, `args=`, `env=`, `cwd=`, `url=`, `headers=`, `name=`, ...
 
-    Example:
+    Examples:
         ```python
         async with MCPConnection(url="http://localhost:8000/mcp", name="docs") as docs:
             print([tool.name for tool in docs.tools])  # ['docs__search', ...]

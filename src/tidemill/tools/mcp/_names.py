@@ -47,7 +47,7 @@ def safe_name(text: str) -> str:
 def server_name_from_command(command: str, args: Sequence[str]) -> str:
     """Name a stdio server after what it runs: `npx -y @scope/server-fs .` is `server-fs`.
 
-    Example:
+    Examples:
         >>> server_name_from_command("npx", ["-y", "@modelcontextprotocol/server-filesystem", "."])
         'server-filesystem'
         >>> server_name_from_command("python", ["-m", "weather.server"])
@@ -71,7 +71,7 @@ def server_name_from_command(command: str, args: Sequence[str]) -> str:
 def server_name_from_url(url: str) -> str:
     """Name an HTTP server after its host, and its port when the URL gives one.
 
-    Example:
+    Examples:
         >>> server_name_from_url("https://www.example.com/mcp?key=secret")
         'example_com'
         >>> server_name_from_url("http://127.0.0.1:8000/mcp")
@@ -96,7 +96,7 @@ def tool_names(server: str, tools: Iterable[str]) -> dict[str, str]:
     that would otherwise collide with another; the same inputs always give
     the same names.
 
-    Example:
+    Examples:
         >>> tool_names("fs", ["read_file", "write.file"])
         {'read_file': 'fs__read_file', 'write.file': 'fs__write_file'}
         >>> sorted(tool_names("fs", ["read_file", "read.file"]).values())

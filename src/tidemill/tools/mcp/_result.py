@@ -23,7 +23,7 @@ ContentBlock = Mapping[str, JsonValue]
 class MCPResult:
     """What an MCP tool call returned.
 
-    Example:
+    Examples:
         >>> MCPResult(content=({"type": "text", "text": "3"},)).text()
         '3'
     """
@@ -60,7 +60,7 @@ def render_content(blocks: Sequence[ContentBlock]) -> str:
     would cost many tokens and most models cannot read them in a tool result);
     an embedded text resource keeps its text under a line naming its URI.
 
-    Example:
+    Examples:
         >>> print(render_content([
         ...     {"type": "text", "text": "Chart ready."},
         ...     {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},

@@ -22,15 +22,25 @@ class MCPServerOptions(TypedDict, total=False):
     """The keyword arguments of `MCPServer`, for functions that pass them on."""
 
     command: str | None
+    """As `MCPServer.command`."""
     args: Sequence[str]
+    """As `MCPServer.args`."""
     env: Mapping[str, str] | None
+    """As `MCPServer.env`."""
     cwd: str | Path | None
+    """As `MCPServer.cwd`."""
     url: str | None
+    """As `MCPServer.url`."""
     headers: Mapping[str, str] | None
+    """As `MCPServer.headers`."""
     name: str
+    """As `MCPServer.name`."""
     connect_timeout: float
+    """As `MCPServer.connect_timeout`."""
     call_timeout: float | None
+    """As `MCPServer.call_timeout`."""
     requires_approval: bool | Collection[str]
+    """As `MCPServer.requires_approval`."""
 
 
 @dataclass(frozen=True, repr=False)
@@ -42,7 +52,7 @@ class MCPServer:
     Its tools are named `{name}__{tool}`, so two servers with a tool of the
     same name do not collide. Nothing connects until `MCPConnection` opens.
 
-    Example:
+    Examples:
         >>> fs = MCPServer(command="npx", args=["-y", "@modelcontextprotocol/server-filesystem"])
         >>> fs.name, fs.transport
         ('server-filesystem', 'stdio')
@@ -121,7 +131,7 @@ class MCPServer:
     def target(self) -> str:
         """The command line or URL, for messages: no environment, headers or query string.
 
-        Example:
+        Examples:
             >>> MCPServer(url="https://user:pw@example.com/mcp?token=abc").target
             'https://example.com/mcp'
         """

@@ -20,7 +20,7 @@ racing appends on one loop and from OS threads, `_round_trip` that every
 event kind, text and number reads back exactly; `_samples` holds
 `sample_events`, and `_harness` the steps the checks share.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from tidemill.agents.checkpoint import MemoryCheckpointer
     >>> asyncio.run(check_read_after_returns_tail(MemoryCheckpointer()))
@@ -126,7 +126,7 @@ async def validate(
         One message per failing check, `"check_name: what went wrong"`; an
         empty list when the backend conforms.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from tidemill.agents.checkpoint import SQLiteCheckpointer
         >>> asyncio.run(validate(SQLiteCheckpointer(":memory:")))

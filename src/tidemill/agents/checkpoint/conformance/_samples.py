@@ -45,7 +45,7 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
     Returns:
         The events, in a plausible order for a run.
 
-    Example:
+    Examples:
         >>> sorted({event.kind for event in sample_events()})[:3]
         ['approval_decided', 'approval_requested', 'correction']
     """
