@@ -10,6 +10,7 @@ PYTHON ?= python3
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@echo "Installing Tidemill and its development tools (pip install -e '.[dev]') into $(VENV), once..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -42,6 +43,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix src tests benchmarks examples docs_hooks.py
 
 $(BENCH)/.installed: benchmarks/requirements.txt pyproject.toml
+	@echo "Installing Tidemill and the peers it is measured against into $(BENCH), once..."
 	$(PYTHON) -m venv $(BENCH)
 	$(BENCH)/bin/python -m pip install --quiet --upgrade pip
 	$(BENCH)/bin/python -m pip install --quiet -e '.[postgres,proxy]' -r benchmarks/requirements.txt

@@ -44,7 +44,7 @@ def test_a_detached_run_is_finished_by_tidemill_worker(tmp_path: Path) -> None:
     assert submitted.returncode == 0, submitted.stderr
     run_id = submitted.stdout.strip()
     with Engine(db) as engine:
-        assert engine.run(run_id).status == "running"
+        assert engine.run(run_id).status == "queued"
         with running("worker", "--db", db, "--poll", "0.2", "--concurrency", "2") as (
             worker,
             lines,

@@ -116,6 +116,7 @@ def test_why_a_finished_run_says_how_it_ended(
 
 
 def test_why_an_unknown_run(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(capsys, "db", "upgrade", "--db", db)[0] == 0  # a store with no runs
     code, _, err = cli(capsys, "runs", "why", "nope", "--db", db)
     assert code == 2
     assert err == (

@@ -11,7 +11,7 @@ import pytest
 
 from tidemill.engine import AsyncEngine
 from tidemill.engine._models import ModelChoice, ModelResolver, default_models
-from tidemill.errors import AuthenticationError, RateLimitError, RunFailed
+from tidemill.errors import AuthenticationError, FlowValidationError, RateLimitError, RunFailed
 from tidemill.flows import Flow
 from tidemill.llm import Model, ModelRequest, ScriptedModel
 from tidemill.types import Message, ModelResponse, Role, Usage
@@ -210,13 +210,14 @@ async def test_a_missing_env_key_fails_before_any_model_call(
     assert await engine.usage(run_id) == []
 
 
-async def test_an_unknown_provider_fails_with_a_hint(engine: AsyncEngine) -> None:
+async def test_an_unknown_provider_is_refused_at_submit_with_a_hint(engine: AsyncEngine) -> None:
     f = flow(action(model="nosuchvendor:model-1", prompt="hi"))
-    _, failed = await run(engine, f, default_models)
-    assert isinstance(failed, RunFailed)
-    assert failed.error["type"] == "ConfigurationError"
-    assert "nosuchvendor" in failed.error["message"]
-    assert failed.error["hint"]
+    with pytest.raises(FlowValidationError) as caught:
+        await run(engine, f, default_models)
+    (problem,) = caught.value.problems
+    assert (problem.step, problem.field) == ("ask", "ai_action.model")
+    assert "nosuchvendor" in problem.message and "'provider:model'" in problem.message
+    assert await engine.runs() == []
 
 
 class Failing(Model):

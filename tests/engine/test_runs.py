@@ -57,9 +57,9 @@ async def test_sequential_steps_pass_results_along(engine: AsyncEngine) -> None:
 
 async def test_submit_only_enqueues(engine: AsyncEngine) -> None:
     run_id = await engine.submit(flow([{"id": "a", "identity": {}}]))
-    with pytest.raises(RunTimeout, match="still running"):
+    with pytest.raises(RunTimeout, match="still queued"):
         await engine.wait(run_id, timeout=0.3)
-    assert (await engine.get(run_id)).status == "running"
+    assert (await engine.get(run_id)).status == "queued"
     async with engine.worker(poll=0.2):
         assert await engine.wait(run_id, timeout=30) is None
     assert (await engine.get(run_id)).status == "succeeded"

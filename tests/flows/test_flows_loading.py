@@ -82,7 +82,7 @@ def test_sub_flows_are_inlined_recursively_relative_to_each_file(tmp_path: Path)
     (tmp_path / "lib" / "deep").mkdir(parents=True)
     (tmp_path / "lib" / "deep" / "step.py").write_text("def main(n):\n    return n\n")
     (tmp_path / "lib" / "deep" / "leaf.yaml").write_text(
-        "steps:\n  - id: leaf\n    script: {path: step.py}\n"
+        "steps:\n  - id: leaf\n    script: {path: step.py}\n    inputs: {n: {expr: flow_input.n}}\n"
     )
     (tmp_path / "lib" / "child.yaml").write_text(
         "name: kid\nsteps:\n  - id: c\n    flow: deep/leaf.yaml\n"
@@ -232,7 +232,7 @@ def test_yaml_dates_stay_strings(tmp_path: Path) -> None:
 
 
 def test_from_dict_does_not_change_its_argument(tmp_path: Path) -> None:
-    (tmp_path / "s.py").write_text("def main():\n    return 1\n")
+    (tmp_path / "s.py").write_text("def main(l):\n    return 1\n")
     data = {"steps": [{"id": "s", "script": {"path": "s.py"}, "inputs": {"l": [1]}}]}
     snapshot = json.loads(json.dumps(data))
     flow = Flow.from_dict(data, base_dir=tmp_path)

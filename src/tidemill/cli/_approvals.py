@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "run"]
 
-_LISTED = " (tidemill approvals list shows them)"
+_LISTED = ", or enough of its start to be unique (tidemill approvals list shows them)"
 """How the help of an `ID` argument ends."""
 
 _EPILOG = """\
@@ -93,9 +93,14 @@ def register(
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser(
-        "list", help="pending approvals", description="Pending approvals, oldest first."
+        "list",
+        help="pending approvals",
+        description="Pending approvals, oldest first: who may decide each (APPROVERS) and, "
+        "with --all, who decided (DECIDED BY).",
     )
-    listing.add_argument("--run", metavar="RUN", help="only those of this run")
+    listing.add_argument(
+        "--run", metavar="RUN", help="only those of this run (its id, or a unique start of it)"
+    )
     listing.add_argument("--all", action="store_true", help="decided ones too")
     listing.add_argument("--json", action="store_true", help="print JSON")
     subs = [listing]
@@ -224,15 +229,17 @@ async def _list(engine: AsyncEngine, args: argparse.Namespace) -> int:
             row.root_id,
             row.step_id,
             paint(row.status),
-            _who(row),
+            _approvers(row),
+            *([row.decided_by or "-"] if args.all else []),
             stamp(row.created_at),
             _expiry(row),
             _what(row),
         ]
         for row in rows
     ]
-    headers = ["ID", "RUN", "STEP", "STATUS", "APPROVERS", "CREATED", "EXPIRES", "MESSAGE"]
-    print(table(headers, lines))
+    decider = ["DECIDED BY"] if args.all else []
+    headers = ["ID", "RUN", "STEP", "STATUS", "APPROVERS", *decider, "CREATED", "EXPIRES"]
+    print(table([*headers, "MESSAGE"], lines))
     return 0
 
 
@@ -248,9 +255,8 @@ def _what(row: ApprovalRow) -> str:
     return f"{details.get('question', '')} {call}" if row.kind == "reconcile" else call
 
 
-def _who(row: ApprovalRow) -> str:
-    if row.decided_by:
-        return row.decided_by
+def _approvers(row: ApprovalRow) -> str:
+    """Who may decide: the approvers the step names, or anyone."""
     return ",".join(row.approvers) if row.approvers else "anyone"
 
 

@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from tidemill.errors import ConfigurationError
+from tidemill.cli._ids import resolve_ids
+from tidemill.errors import ConfigurationError, FlowInputError, StoreError
 
 if TYPE_CHECKING:
     from tidemill.engine import AsyncEngine, RunInfo
@@ -40,7 +41,9 @@ __all__ = [
     "parse_input",
     "positive_float",
     "positive_int",
+    "quoting_hint",
     "read_inputs",
+    "require_store",
     "run_prefix",
     "stamp",
     "table",
@@ -100,19 +103,73 @@ def db_option(args: argparse.Namespace) -> str:
     return f" --db {shlex.quote(url)}"
 
 
+def require_store(args: argparse.Namespace) -> str:
+    """The store URL the command should use, checked to name a store that exists.
+
+    Commands that read or act on what a store holds (`runs`, `approvals`, `db
+    status`) create no store: a SQLite file that does not exist holds nothing,
+    and the likely cause is a mistyped path or another working directory.
+    PostgreSQL URLs are returned as they are (the server says what is wrong).
+
+    Raises:
+        StoreError: The SQLite file does not exist; the message names its path
+            and how the URL was chosen, the hint how a relative path is read.
+        ConfigurationError: The URL is not a store URL.
+
+    Examples:
+        >>> require_store(argparse.Namespace(db="postgresql://db/tidemill"))
+        'postgresql://db/tidemill'
+    """
+    from tidemill.store import DEFAULT_URL, StoreURL
+
+    url = db_url(args)
+    path = StoreURL.parse(url).path
+    if path is None or path.exists():
+        return url
+    if getattr(args, "db", None):
+        source = f"from --db {url}"
+    elif os.environ.get(DB_ENV):
+        source = f"from ${DB_ENV}"
+    else:
+        source = f"the default store: --db not given and ${DB_ENV} not set"
+    hint = ""
+    if not path.is_absolute() and url != DEFAULT_URL:
+        hint = (
+            f"{url} is a relative path (three slashes): {path} under the current directory. "
+            f"For the absolute path /{path}, write four slashes: sqlite:////{path}. "
+        )
+    hint += (
+        "A store is created by `tidemill run`, `tidemill worker` or `tidemill db upgrade`; "
+        f"to read another one, pass --db URL or set ${DB_ENV}."
+    )
+    raise StoreError(
+        f"No store at {path.absolute()} ({source}).",
+        hint=hint,
+        context={"url": url, "path": str(path.absolute())},
+    )
+
+
 def with_engine(
     args: argparse.Namespace,
     action: Callable[[AsyncEngine], Awaitable[T]],
     *,
     migrate: bool | None = None,
 ) -> T:
-    """Open the store named by `args`, run `action` on it, close it; return what it returned."""
+    """Open the store named by `args`, run `action` on it, close it; return what it returned.
+
+    The store must exist (see `require_store`): the commands that use this act
+    on runs and approvals already stored. The ids they were given may be
+    unique prefixes; `resolve_ids` puts the whole ids in `args` first.
+    """
     from tidemill.engine import AsyncEngine
 
+    url = require_store(args)
+
     async def main() -> T:
-        engine = AsyncEngine(db_url(args), migrate=migrate)
+        engine = AsyncEngine(url, migrate=migrate)
         try:
             await engine.__aenter__()
+            await resolve_ids(engine, args)
             return await action(engine)
         finally:
             await engine.close()
@@ -189,6 +246,40 @@ def read_inputs(pairs: Sequence[tuple[str, Any]], file: str | None) -> dict[str,
         inputs.update(loaded)
     inputs.update(pairs)
     return inputs
+
+
+def quoting_hint(error: FlowInputError, pairs: Sequence[tuple[str, Any]]) -> str | None:
+    """How to pass as text the `-i` values that were read as JSON where the flow wants a string.
+
+    None when no such value is to blame for `error`.
+
+    Examples:
+        >>> error = FlowInputError(["$.order_id: 1001 is not of type 'string'"])
+        >>> hint = quoting_hint(error, [("order_id", 1001)])
+        >>> hint.split(": ", 1)[0]
+        '-i reads a value as JSON when it is JSON'
+        >>> print(hint.rsplit(": ", 1)[1])
+        -i order_id='"1001"'.
+        >>> print(quoting_hint(error, [("order_id", "1001")]))
+        None
+    """
+    kinds = {bool: "true or false", int: "a number", float: "a number", list: "a list"}
+    fixes = []
+    for key, value in pairs:
+        if isinstance(value, str):
+            continue
+        paths = (f"$.{key}: ", f"$['{key}']: ")
+        if not any(line.startswith(paths) and "'string'" in line for line in error.errors):
+            continue
+        text = json.dumps(value, ensure_ascii=False)
+        kind = "null" if value is None else kinds.get(type(value), "an object")
+        fixes.append(
+            f"{key}={text} was read as JSON ({kind}), not as a string. Quote it as a JSON "
+            f"string: -i {shlex.quote(key)}={shlex.quote(json.dumps(text, ensure_ascii=False))}."
+        )
+    if not fixes:
+        return None
+    return "-i reads a value as JSON when it is JSON: " + " ".join(fixes)
 
 
 def positive_int(text: str) -> int:
@@ -283,17 +374,19 @@ def failed_step(jobs: Iterable[JobRow], prefixes: Mapping[str, str]) -> JobRow |
 
 
 def stamp(at: float | None) -> str:
-    """A time as local `YYYY-MM-DD HH:MM:SS`, or `-`.
+    """A time in the local zone with its offset from UTC, `YYYY-MM-DD HH:MM:SS +HH:MM`, or `-`.
 
     Examples:
         >>> stamp(None)
         '-'
-        >>> len(stamp(0.0))
-        19
+        >>> len(stamp(0.0)), stamp(0.0)[-6] in "+-"
+        (26, True)
     """
     if at is None:
         return "-"
-    return datetime.fromtimestamp(at, tz=UTC).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    local = datetime.fromtimestamp(at, tz=UTC).astimezone()
+    offset = local.strftime("%z")  # +0530: the offset's seconds, if any, are left out
+    return f"{local:%Y-%m-%d %H:%M:%S} {offset[:3]}:{offset[3:5]}"
 
 
 def duration(seconds: float | None) -> str:

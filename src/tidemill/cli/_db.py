@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tidemill.cli._common import add_db_option, db_url
+from tidemill.cli._common import add_db_option, db_url, require_store
 
 if TYPE_CHECKING:
     from tidemill.store import Migration, Store
@@ -18,6 +18,7 @@ _EPILOG = """\
 SQLite stores are upgraded on first use. PostgreSQL stores are upgraded with
 this command, once per new Tidemill version, before workers start:
   tidemill db upgrade --db postgresql://tidemill@db:5432/tidemill
+`db upgrade` creates a SQLite store that does not exist; `db status` does not.
 """
 
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     """Run one `db` action; return its exit status."""
     from tidemill.store import Store, StoreURL
 
-    url = StoreURL.parse(db_url(args))
+    url = StoreURL.parse(db_url(args) if args.action == "upgrade" else require_store(args))
 
     async def main() -> int:
         store = Store(url, max_connections=1)

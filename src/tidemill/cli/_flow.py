@@ -26,10 +26,17 @@ def register(
     validate = actions.add_parser(
         "validate",
         help="check a flow file; list every problem",
-        description="Check a flow file without running it. Exits with status 2 and lists "
-        "every problem when it is not valid.",
+        description="Check a flow file without running it: its shape, and what its steps "
+        "use (model specs, prompt placeholders, the inputs of scripts' main). Exits with "
+        "status 2 and lists every problem when it is not valid.",
     )
     validate.add_argument("file", metavar="FILE", help="the flow file (YAML or JSON)")
+    validate.add_argument(
+        "--json",
+        action="store_true",
+        help="print the verdict as JSON: file, valid, problems (each with step, field and "
+        "message) and, when valid, steps (how many, nested ones included)",
+    )
     actions.add_parser(
         "schema",
         help="print the JSON Schema of flow files",
@@ -46,9 +53,21 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(Flow.json_schema(), indent=2))
         return 0
     from tidemill.cli._run import load_flow
+    from tidemill.errors import FlowValidationError
 
-    flow = load_flow(args.file)
+    try:
+        flow = load_flow(args.file)
+    except FlowValidationError as exc:
+        if not args.json:
+            raise
+        problems = [{"step": p.step, "field": p.field, "message": p.message} for p in exc.problems]
+        print(json.dumps({"file": args.file, "valid": False, "problems": problems}, indent=2))
+        return 2
     total = count_steps(flow)
+    if args.json:
+        report = {"file": args.file, "valid": True, "problems": [], "steps": total}
+        print(json.dumps(report, indent=2))
+        return 0
     top = len(flow.steps)
     nested = f", {total} in all" if total != top else ""
     name = f"flow {flow.name!r}" if flow.name else "the flow"

@@ -18,9 +18,10 @@ Name models in requests as provider:model (anthropic:claude-sonnet-4-5,
 mistral:mistral-large-latest, gpt-4o-mini) or by an alias. Upstream keys
 come from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
 
-example:
+examples:
   tidemill proxy --port 4000 --model-alias claude=anthropic:claude-sonnet-4-5
   then point any OpenAI client at http://127.0.0.1:4000/v1
+  tidemill proxy --model-alias test=fake   (offline: echoes the last user message)
 """
 
 
@@ -77,7 +78,8 @@ def register(
         type=parse_alias,
         action="append",
         default=[],
-        help="let clients call SPEC by NAME (repeatable)",
+        help="let clients call SPEC by NAME (repeatable); NAME * stands for every name "
+        "without an alias of its own, and SPEC fake is the offline model, which echoes",
     )
     parser.add_argument(
         "--model",
@@ -133,12 +135,13 @@ def run(args: argparse.Namespace) -> int:
         raise MissingDependencyError(
             "uvicorn", extra="proxy", feature="The `tidemill proxy` command"
         ) from exc
-    from tidemill.llm import parse_model_spec
+    from tidemill.llm import ModelAliases, parse_model_spec
     from tidemill.llm.proxy import ModelRouter, create_app
 
-    aliases = dict(args.aliases)
-    for spec in [*aliases.values(), *args.models]:
-        parse_model_spec(spec)  # a typo fails now, with the closest names, not on first use
+    aliases = ModelAliases(args.aliases)
+    aliases.check()  # a typo fails now, with the closest names, not on first use
+    for spec in args.models:
+        parse_model_spec(spec)
     router = ModelRouter(aliases=aliases, models=args.models, allow_unlisted=not args.only_listed)
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     app = create_app(router, keepalive=args.keepalive, api_key=api_key)

@@ -8,10 +8,11 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from tidemill.cli._aliases import add_model_alias_option, with_model_aliases
 from tidemill.cli._common import (
     Painter,
     add_db_option,
@@ -30,11 +31,20 @@ from tidemill.cli._common import (
 from tidemill.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from tidemill.engine import AsyncEngine, RunInfo
+    from tidemill.engine import AsyncEngine, RunInfo, Wait
     from tidemill.flows import Flow
     from tidemill.store import ApprovalRow, JobRow
 
-__all__ = ["Follower", "follow", "load_flow", "register", "run"]
+__all__ = [
+    "Follower",
+    "follow",
+    "hint_line",
+    "interrupts",
+    "load_flow",
+    "register",
+    "run",
+    "wait_for_run",
+]
 
 _EPILOG = """\
 Each -i value is read as JSON when it is JSON, else as a string:
@@ -51,6 +61,43 @@ _GRACE = 10.0
 """Seconds an interrupted `run` waits for its running steps before abandoning them."""
 
 _LOG_TAIL = 10
+
+_TIMED_OUT = 124
+"""The exit status of `runs wait` when its timeout passed first (as `timeout(1)` exits)."""
+
+_REQUEST_KINDS = {
+    "approval": "approval",
+    "tool_call": "approval",
+    "question": "question",
+    "budget": "budget",
+    "reconcile": "reconciliation",
+}
+"""How a request to a person is named in progress lines, by its wait's kind."""
+
+
+def hint_line(error: Mapping[str, Any] | None, prefix: str = "") -> str:
+    """`prefix` and the hint a stored error carries (`hint: ...`), or nothing.
+
+    Examples:
+        >>> hint_line({"type": "E", "message": "m", "hint": "Set X."}, "  ")
+        '  hint: Set X.'
+        >>> hint_line({"type": "E", "message": "m"})
+        ''
+    """
+    hint = str((error or {}).get("hint") or "").strip()
+    return f"{prefix}hint: {hint}" if hint else ""
+
+
+def _decision(row: ApprovalRow) -> str:
+    """How a request to a person ended, in a word or few: `approved`, `answered`, `extended to 4`.
+
+    A budget's and a reconciliation's decision is the engine's own comment on it.
+    """
+    if row.kind == "question" and row.status == "approved":
+        return "answered"
+    if row.kind in ("budget", "reconcile") and row.status != "expired" and row.comment:
+        return row.comment
+    return row.status
 
 
 def register(
@@ -83,6 +130,7 @@ def register(
         help="a file holding the input as a JSON object (- for stdin); -i fields override it",
     )
     add_db_option(parser)
+    add_model_alias_option(parser)
     parser.add_argument(
         "--concurrency",
         type=positive_int,
@@ -137,18 +185,27 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             follower = Follower(engine, run_id, args)
             follower.say(f"run {run_id} of flow {flow.name or args.flow!r} started")
-            return await follow(engine, follower, concurrency=args.concurrency)
+            aliases = tuple(args.model_aliases)
+            return await follow(engine, follower, concurrency=args.concurrency, aliases=aliases)
         finally:
             await engine.close()
 
     return asyncio.run(main())
 
 
-async def follow(engine: AsyncEngine, follower: Follower, *, concurrency: int) -> int:
+async def follow(
+    engine: AsyncEngine,
+    follower: Follower,
+    *,
+    concurrency: int,
+    aliases: tuple[tuple[str, str], ...] = (),
+) -> int:
     """Execute a run with a worker in this process, showing its progress, until it ends.
 
-    Prints the result as JSON on stdout when the run succeeds; returns the exit
-    status (0 succeeded, 1 failed or cancelled, 130 interrupted).
+    The worker executes that run and the runs it spawns, nothing else of the
+    store (other runs are for `tidemill worker`). Prints the result as JSON on
+    stdout when the run succeeds; returns the exit status (0 succeeded, 1
+    failed or cancelled, 130 interrupted).
     """
     from tidemill.engine import Worker
 
@@ -163,10 +220,12 @@ async def follow(engine: AsyncEngine, follower: Follower, *, concurrency: int) -
         defs=engine.defs,
         poll=0.5,
         on_event=on_event,
+        run_id=follower.run_id,
     )
+    worker.models = with_model_aliases(worker.models, aliases)  # --model-alias
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
-    with _interrupts() as presses:
+    with interrupts() as presses:
         try:
             info = await follower.watch(changed, presses, task)
         except BaseException:
@@ -191,6 +250,38 @@ async def follow(engine: AsyncEngine, follower: Follower, *, concurrency: int) -
         )
         return 130
     return await follower.finish(info)
+
+
+async def wait_for_run(engine: AsyncEngine, args: argparse.Namespace) -> int:
+    """`tidemill runs wait`: wait for a run to end, with no worker here; print its result.
+
+    Shows its steps as they change and its pending requests to people, then
+    reports the end as `tidemill run` does. Returns 0 (succeeded), 1 (failed
+    or cancelled), 124 (`args.timeout` passed first) or 130 (interrupted).
+    """
+    info = await engine.get(args.run_id)
+    follower = Follower(engine, info.id, args, timed=False)
+    if info.done:
+        return await follower.finish(info)
+    follower.say(
+        f"waiting for run {info.id} of flow {info.flow!r} to end; it is {info.status} "
+        "(Ctrl-C stops waiting, not the run)"
+    )
+    await follower.prime(requests=True)
+    until = None if args.timeout is None else time.monotonic() + args.timeout
+    with interrupts() as presses:
+        ended = await follower.watch(asyncio.Event(), presses, None, until=until)
+    if ended is not None:
+        return await follower.finish(ended)
+    status = (await engine.get(info.id)).status
+    if presses.is_set():
+        follower.say(f"interrupted: run {info.id} is {status}; it goes on")
+        return 130
+    follower.say(
+        f"run {info.id} is still {status} after {duration(args.timeout)}; it goes on\n"
+        f"  what it waits for:  tidemill runs why {info.id}{follower.db}"
+    )
+    return _TIMED_OUT
 
 
 async def _stop(task: asyncio.Task[None], presses: _Presses, *, abandon: bool = False) -> None:
@@ -228,7 +319,7 @@ class _Presses:
 
 
 @contextlib.contextmanager
-def _interrupts() -> Iterator[_Presses]:
+def interrupts() -> Iterator[_Presses]:
     """Count SIGINT and SIGTERM in the running loop instead of raising `KeyboardInterrupt`."""
     presses = _Presses()
     loop = asyncio.get_running_loop()
@@ -247,32 +338,59 @@ def _interrupts() -> Iterator[_Presses]:
 
 
 class Follower:
-    """Shows a run's steps on stderr as they start and end, and its approvals as they open."""
+    """Shows a run's steps on stderr as they start and end, and its requests to people."""
 
-    def __init__(self, engine: AsyncEngine, run_id: str, args: argparse.Namespace) -> None:
+    def __init__(
+        self, engine: AsyncEngine, run_id: str, args: argparse.Namespace, *, timed: bool = True
+    ) -> None:
         self.engine = engine
         self.run_id = run_id
         self.db = db_option(args)
         self.seen: dict[int, str] = {}
         self.prefixes: dict[str, str] = {}
-        self.approvals: dict[int, ApprovalRow] = {}
+        self.requests: dict[int, dict[str, Wait]] = {}
+        """The requests to people each parked job made, by approval id (as `runs why` has them)."""
+        self.shown: set[str] = set()
         self.started = time.monotonic()
+        self.timed = timed
+        """True: the end says how long this process followed it; False: how long the run took."""
         self.said_queued = False
         self.paint = Painter(sys.stderr)
 
-    async def prime(self) -> None:
-        """Take the steps as they stand as seen: show only what changes from now on."""
+    async def prime(self, *, requests: bool = False) -> None:
+        """Take the steps as they stand as seen: show only what changes from now on.
+
+        With `requests`, show the pending requests to people of the parked steps first.
+        """
         self.prefixes = await tree_prefixes(self.engine, self.run_id)
-        self.seen = {job.id: job.status for job in await self.engine.jobs(self.run_id)}
+        jobs = await self.engine.jobs(self.run_id)
+        self.seen = {job.id: job.status for job in jobs}
+        if not requests:
+            return
+        await self._read_requests()
+        for job in jobs:
+            label = self.prefixes.get(job.run_id, "") + job.step_id
+            for approval_id, wait in self.requests.get(job.id, {}).items():
+                if job.status == "waiting" and approval_id not in self.shown:
+                    self.shown.add(approval_id)
+                    self.say(self._request(label, wait))
 
     def say(self, text: str) -> None:
         """Write a line of progress to stderr."""
         print(text, file=sys.stderr, flush=True)
 
     async def watch(
-        self, changed: asyncio.Event, presses: _Presses, worker: asyncio.Task[None]
+        self,
+        changed: asyncio.Event,
+        presses: _Presses,
+        worker: asyncio.Task[None] | None,
+        *,
+        until: float | None = None,
     ) -> RunInfo | None:
-        """Show progress until the run ends (its info) or Ctrl-C is pressed (None)."""
+        """Show progress until the run ends (its info), or None: Ctrl-C, or `until` passed.
+
+        `worker` is this process's worker, if it has one; `until` a `time.monotonic()`.
+        """
         while True:
             changed.clear()
             jobs = await self.engine.jobs(self.run_id)
@@ -283,16 +401,24 @@ class Follower:
             if info.done:
                 return info
             if info.status == "queued" and not self.said_queued:
-                self.said_queued = True
-                self.say("  queued: the flow's concurrency limit is reached; waiting for a slot")
-            if worker.done():
+                gated = await self.engine.waits(self.run_id)
+                if any(wait.kind == "concurrency" for wait in gated):
+                    self.said_queued = True
+                    self.say(
+                        "  queued: the flow's concurrency limit is reached; waiting for a slot"
+                    )
+            if worker is not None and worker.done():
                 worker.result()  # raises what stopped the worker
                 raise RuntimeError("The worker stopped before the run ended.")
-            waits = {
+            if until is not None and time.monotonic() >= until:
+                return None
+            waits: set[asyncio.Future[Any]] = {
                 asyncio.ensure_future(changed.wait()),
                 asyncio.ensure_future(presses.event.wait()),
             }
-            await asyncio.wait(waits | {worker}, timeout=0.5, return_when=asyncio.FIRST_COMPLETED)
+            pause = 0.5 if until is None else max(0.0, min(0.5, until - time.monotonic()))
+            others = set() if worker is None else {worker}
+            await asyncio.wait(waits | others, timeout=pause, return_when=asyncio.FIRST_COMPLETED)
             for future in waits:
                 future.cancel()
             if presses.is_set():
@@ -304,8 +430,7 @@ class Follower:
             self.prefixes = await tree_prefixes(self.engine, self.run_id)
         parked = [j for j in jobs if j.status == "waiting" and self.seen.get(j.id) != "waiting"]
         if parked:
-            for approval in await self.engine.approvals(self.run_id):
-                self.approvals.setdefault(approval.job_id, approval)
+            await self._read_requests()
         events: list[tuple[tuple[float, int, int], str]] = []
         for job in jobs:
             before = self.seen.get(job.id)
@@ -336,16 +461,20 @@ class Follower:
         events: list[tuple[tuple[float, int, int], str]] = []
         if status in ("running", "waiting") and before not in ("running", "waiting"):
             events.append((began, self._line("started", label + attempt)))
-        if status == "waiting" and job.id in self.approvals:
-            events.append((began, self._approval(label, self.approvals[job.id])))
+        if status == "waiting":
+            for approval_id, wait in self.requests.get(job.id, {}).items():
+                if approval_id not in self.shown:
+                    self.shown.add(approval_id)
+                    events.append((began, self._request(label, wait)))
         elif status in ("succeeded", "failed", "skipped"):
             if before is None and status != "skipped":
                 events.append((began, self._line("started", label + attempt)))
             detail = f"  {job_duration(job)}{attempt}"
             if status == "failed" and job.error and "step" not in job.error:
                 detail += f"  {error_line(job.error)}"  # a container's error is its step's
-            elif job.id in self.approvals:
-                detail += await self._decided(self.approvals[job.id])
+                detail += hint_line(job.error, "\n" + " " * 13)
+            elif job.id in self.requests:
+                detail += await self._decided(job.id)
             events.append((ended, self._line(status, label + detail)))
         elif status == "cancelled" and before in ("running", "waiting"):
             events.append((ended, self._line(status, label)))
@@ -354,31 +483,45 @@ class Follower:
     def _line(self, status: str, text: str) -> str:
         return f"  {self.paint(status, width=10)} {text}"
 
-    def _approval(self, label: str, approval: ApprovalRow) -> str:
-        lines = [self._line("waiting", f"{label}  approval {approval.id}: {approval.message}")]
+    async def _read_requests(self) -> None:
+        """Read the pending requests to people of the run's parked steps, from its waits."""
+        for top in await self.engine.waits(self.run_id):
+            for wait in top.walk():
+                if wait.approval_id is not None and wait.job_id is not None:
+                    self.requests.setdefault(wait.job_id, {}).setdefault(wait.approval_id, wait)
+
+    def _request(self, label: str, wait: Wait) -> str:
+        """A request to a person: what it asks, who decides, by when, and the commands."""
+        what = _REQUEST_KINDS.get(wait.kind, wait.kind)
+        text = wait.details.get("message", wait.reason) if wait.kind == "approval" else wait.reason
+        lines = [self._line("waiting", f"{label}  {what} {wait.approval_id}: {text}")]
         pad = " " * 13
-        who = ""
-        if approval.approvers:
-            lines.append(f"{pad}approvers: {', '.join(approval.approvers)}")
-            who = f" --as {approval.approvers[0]}"
-        if approval.expires_at is not None:
-            left = duration(approval.expires_at - time.time())
-            outcome = "approved" if approval.on_timeout == "approve" else "rejected"
-            lines.append(f"{pad}expires in {left}; then it is {outcome}")
-        lines.append(f"{pad}approve: tidemill approvals approve {approval.id}{who}{self.db}")
-        lines.append(f"{pad}reject:  tidemill approvals reject {approval.id}{who}{self.db}")
+        if wait.approvers and wait.kind == "approval":  # the other reasons say who decides
+            lines.append(f"{pad}approvers: {', '.join(wait.approvers)}")
+        if wait.until is not None and wait.then:
+            lines.append(f"{pad}in {duration(wait.until - time.time())}, {wait.then}")
+        verbs = [f"{command.split()[2]}:" for command in wait.commands]
+        width = max((len(verb) for verb in verbs), default=0)
+        for verb, command in zip(verbs, wait.commands, strict=True):
+            lines.append(f"{pad}{verb:<{width}} {command}{self.db}")
         return "\n".join(lines)
 
-    async def _decided(self, approval: ApprovalRow) -> str:
+    async def _decided(self, job_id: int) -> str:
+        """How the requests of a job were decided: `  (approved by alice)`, `  (extended to 4)`."""
+        asked = self.requests.get(job_id, {})
+        words = []
         for row in await self.engine.approvals(self.run_id, status=None):
-            if row.id == approval.id and row.status != "pending":
+            if row.id in asked and row.status != "pending":
                 by = f" by {row.decided_by}" if row.decided_by else ""
-                return f"  ({row.status}{by})"
-        return ""
+                words.append(_decision(row) + by)
+        return f"  ({'; '.join(words)})" if words else ""
 
     async def finish(self, info: RunInfo) -> int:
         """Report how the run ended; print its result; return the exit status."""
-        took = duration(time.monotonic() - self.started)
+        if self.timed or info.finished_at is None:
+            took = duration(time.monotonic() - self.started)
+        else:
+            took = duration(info.finished_at - info.created_at)
         if info.status == "succeeded":
             self.say(f"run {info.id} {self.paint('succeeded')} in {took}")
             print(dump_json(info.result), flush=True)
@@ -399,6 +542,9 @@ class Follower:
             step = prefixes.get(culprit.run_id, "") + culprit.step_id
         where = f" at step {step!r}" if step else ""
         self.say(f"run {info.id} {self.paint('failed')}{where}: {error_line(error)}")
+        hint = hint_line(error, "  ")
+        if hint:
+            self.say(hint)
         trace = [line for line in str(error.get("traceback") or "").splitlines() if line.strip()]
         if trace:
             self.say("  traceback (last lines):")

@@ -1,12 +1,15 @@
 """`tidemill runs`: list runs, show one with its steps, its logs or model usage; cancel, retry.
 
 `runs why RUN` says what each unfinished step waits for, with the commands
-that unblock it where a person can.
+that unblock it where a person can; `runs wait RUN` waits for a run to end
+(a worker elsewhere executes it) and prints its result as `tidemill run` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import dataclasses
 import sys
 import time
@@ -26,30 +29,42 @@ from tidemill.cli._common import (
     info_dict,
     job_dict,
     job_duration,
+    positive_float,
     positive_int,
     stamp,
     table,
     tree_prefixes,
     with_engine,
 )
+from tidemill.cli._run import Follower, follow, hint_line, interrupts, wait_for_run
 from tidemill.errors import TidemillError
 
 if TYPE_CHECKING:
     from tidemill.engine import AsyncEngine, RunInfo, Wait
+    from tidemill.store import JobRow, LogRow
 
 __all__ = ["register", "run"]
 
 _STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "cancelled")
 
-_RUN_HELP = "the run's id (tidemill runs list shows them)"
+_RUN_HELP = "the run's id, or enough of its start to be unique (tidemill runs list shows them)"
 """The help of the `RUN` argument."""
+
+_WAIT_EPILOG = """\
+Progress goes to stderr and the result, as JSON, to stdout.
+
+exit status: 0 the run succeeded, 1 it failed or was cancelled, 2 no such run,
+124 the timeout passed first, 130 interrupted (the run goes on either way).
+"""
 
 _EPILOG = """\
 examples:
   tidemill runs list --status failed
   tidemill runs show RUN
   tidemill runs why RUN                # what its unfinished steps wait for, and how to unblock them
+  tidemill runs wait RUN --timeout 600 # until it ends; its result on stdout, exit 0 if it succeeded
   tidemill runs logs RUN --step fetch
+  tidemill runs logs RUN --follow      # what its steps print, as they print it, until it ends
   tidemill runs usage RUN
   tidemill runs retry RUN --wait
 """
@@ -93,12 +108,37 @@ def register(
     why.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
     why.add_argument("--json", action="store_true", help="print JSON")
 
+    wait = actions.add_parser(
+        "wait",
+        help="wait for a run to end and print its result",
+        description="Wait until a run ends, showing its steps as they change, and print its "
+        "result as `tidemill run` does. It executes nothing: a `tidemill worker` must.",
+        epilog=_WAIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    wait.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
+    wait.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="stop waiting after S seconds (the run goes on; exit status 124); "
+        "default: wait as long as it takes",
+    )
+
     logs = actions.add_parser(
         "logs", help="what a run's steps printed", description="What a run's steps printed."
     )
     logs.add_argument("run_id", metavar="RUN", help=_RUN_HELP)
     logs.add_argument(
         "--step", metavar="ID", help="only this step (its id, or its path such as each[2]/fetch)"
+    )
+    logs.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="keep printing what the steps print, as it is stored, until the run ends "
+        "(Ctrl-C stops following; the run goes on)",
     )
 
     usage = actions.add_parser(
@@ -135,7 +175,7 @@ def register(
         help="with --wait: steps run at once (default: %(default)s)",
     )
 
-    for sub in (listing, show, why, logs, usage, cancel, retry):
+    for sub in (listing, show, why, wait, logs, usage, cancel, retry):
         add_db_option(sub)
     return run
 
@@ -146,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         "list": _list,
         "show": _show,
         "why": _why,
+        "wait": wait_for_run,
         "logs": _logs,
         "usage": _usage,
         "cancel": _cancel,
@@ -211,6 +252,8 @@ async def _show(engine: AsyncEngine, args: argparse.Namespace) -> int:
         if culprit is not None:
             step = prefixes.get(culprit.run_id, "") + culprit.step_id
         print(f"error     {error_line(info.error)}" + (f"  (step {step})" if step else ""))
+        if info.error.get("hint"):
+            print(f"hint      {str(info.error['hint']).strip()}")
         trace = str(info.error.get("traceback") or "").rstrip()
         if trace:
             print(_indent(trace))
@@ -274,9 +317,11 @@ def _ended(info: RunInfo, db: str) -> str:
         return f"run {info.id} was cancelled {at}; it waits for nothing"
     step = (info.error or {}).get("step")
     where = f" in step {step}" if step else ""
+    hint = hint_line(info.error, "  ")
     return (
         f"run {info.id} failed {at}{where}: {error_line(info.error)}\n"
-        f"  it waits for nothing; run it again from its failed steps:\n"
+        + (f"{hint}\n" if hint else "")
+        + "  it waits for nothing; run it again from its failed steps:\n"
         f"    tidemill runs retry {info.id}{db}"
     )
 
@@ -319,39 +364,103 @@ def _indent(text: str) -> str:
 
 async def _logs(engine: AsyncEngine, args: argparse.Namespace) -> int:
     info = await engine.get(args.run_id)
-    jobs = {job.id: job for job in await engine.jobs(info.id)}
-    prefixes = await tree_prefixes(engine, info.id)
-    logs = await engine.logs(info.id)
-
-    def label(job_id: int) -> str:
-        job = jobs.get(job_id)
-        return "?" if job is None else prefixes.get(job.run_id, "") + job.step_id
-
-    if args.step is not None:
-        known = {label(job_id) for job_id in jobs} | {job.step_id for job in jobs.values()}
-        if args.step not in known:
-            raise TidemillError(
-                f"Run {info.id} has no step {args.step!r}.",
-                hint=f"Its steps: {', '.join(sorted(known)) or 'none yet'}.",
-            )
-        logs = [
-            log
-            for log in logs
-            if log.job_id in jobs and args.step in (label(log.job_id), jobs[log.job_id].step_id)
-        ]
-    if not logs:
+    printer = _LogPrinter(engine, info.id, args.step)
+    await printer.read_steps()
+    if args.step is not None and (info.done or not args.follow):
+        printer.check_step()
+    if args.follow:
+        return await _follow_logs(engine, info.id, printer)
+    if not printer.show(await engine.logs(info.id)):
         print(f"run {info.id}: no logs" + (f" from step {args.step}" if args.step else ""),
               file=sys.stderr)  # fmt: skip
-        return 0
-    heading: tuple[int, str] | None = None
-    for log in logs:
-        if (log.job_id, log.stream) != heading:
-            heading = (log.job_id, log.stream)
-            job = jobs.get(log.job_id)
-            attempt = f", attempt {job.attempt}" if job is not None and job.attempt > 1 else ""
-            print(f"==> {label(log.job_id)} ({log.stream}{attempt}) <==")
-        sys.stdout.write(log.body if log.body.endswith("\n") else log.body + "\n")
+    printer.end()
     return 0
+
+
+async def _follow_logs(engine: AsyncEngine, run_id: str, printer: _LogPrinter) -> int:
+    """Print what the run's steps print as it is stored, until the run ends (or Ctrl-C).
+
+    A row read is never printed twice; rows are asked for from two looks
+    back, since a transaction that took its row ids earlier may commit later.
+    """
+    seen: set[int] = set()
+    marks = [0, 0]
+    print(f"following the logs of run {run_id} until it ends (Ctrl-C stops following)",
+          file=sys.stderr, flush=True)  # fmt: skip
+    with interrupts() as presses:
+        while True:
+            done = (await engine.get(run_id)).done
+            rows = [row for row in await engine.logs(run_id, after=marks[0]) if row.id not in seen]
+            seen.update(row.id for row in rows)
+            marks = [marks[1], max([marks[1], *seen])]
+            seen = {row_id for row_id in seen if row_id > marks[0]}
+            if any(row.job_id not in printer.jobs for row in rows):
+                await printer.read_steps()
+            printer.show(rows)
+            sys.stdout.flush()
+            if done:
+                printer.end()
+                return 0
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(presses.event.wait(), 0.5)
+            if presses.is_set():
+                printer.end()
+                return 130
+
+
+class _LogPrinter:
+    """Prints log rows under a heading per step attempt and stream, as `tail` does per file."""
+
+    def __init__(self, engine: AsyncEngine, run_id: str, step: str | None) -> None:
+        self.engine, self.run_id, self.step = engine, run_id, step
+        self.jobs: dict[int, JobRow] = {}
+        self.prefixes: dict[str, str] = {}
+        self.heading: tuple[int, str] | None = None
+        self.at_line_start = True
+
+    async def read_steps(self) -> None:
+        """Read the run's step attempts (again: new ones appear while it runs)."""
+        self.jobs = {job.id: job for job in await self.engine.jobs(self.run_id)}
+        self.prefixes = await tree_prefixes(self.engine, self.run_id)
+
+    def label(self, job_id: int) -> str:
+        job = self.jobs.get(job_id)
+        return "?" if job is None else self.prefixes.get(job.run_id, "") + job.step_id
+
+    def check_step(self) -> None:
+        """Refuse a `--step` that names none of the run's steps."""
+        known = {self.label(job_id) for job_id in self.jobs}
+        known |= {job.step_id for job in self.jobs.values()}
+        if self.step not in known:
+            raise TidemillError(
+                f"Run {self.run_id} has no step {self.step!r}.",
+                hint=f"Its steps: {', '.join(sorted(known)) or 'none yet'}.",
+            )
+
+    def show(self, rows: list[LogRow]) -> bool:
+        """Print the rows (of `step` only, when given); True when any was printed."""
+        shown = False
+        for row in rows:
+            job = self.jobs.get(row.job_id)
+            if self.step is not None and (
+                job is None or self.step not in (self.label(row.job_id), job.step_id)
+            ):
+                continue
+            shown = True
+            if (row.job_id, row.stream) != self.heading:
+                self.heading = (row.job_id, row.stream)
+                attempt = f", attempt {job.attempt}" if job is not None and job.attempt > 1 else ""
+                self.end()
+                print(f"==> {self.label(row.job_id)} ({row.stream}{attempt}) <==")
+            sys.stdout.write(row.body)
+            self.at_line_start = row.body.endswith("\n")
+        return shown
+
+    def end(self) -> None:
+        """End a line a step left unfinished (a piece stored mid-line)."""
+        if not self.at_line_start:
+            sys.stdout.write("\n")
+            self.at_line_start = True
 
 
 async def _usage(engine: AsyncEngine, args: argparse.Namespace) -> int:
@@ -425,8 +534,6 @@ async def _retry(engine: AsyncEngine, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    from tidemill.cli._run import Follower, follow
-
     follower = Follower(engine, info.id, args)
     await follower.prime()
     follower.say(f"run {info.id} of flow {info.flow!r} retried from its failed steps")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tidemill.cli._aliases import add_model_alias_option, with_model_aliases
 from tidemill.cli._common import (
     add_db_option,
     db_url,
@@ -57,6 +58,7 @@ def register(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_db_option(parser)
+    add_model_alias_option(parser)
     parser.add_argument(
         "--concurrency",
         type=positive_int,
@@ -144,6 +146,7 @@ async def _work(args: argparse.Namespace) -> int:
             on_event=reporter.event,
             metrics=metrics,
         )
+        worker.models = with_model_aliases(worker.models, args.model_aliases)  # --model-alias
         stop = asyncio.Event()
         signals = _Signals(stop)
         signals.install()
@@ -272,6 +275,8 @@ class _Reporter:
         if current is not None and status == "failed" and current.error:
             if "step" not in current.error:  # a container fails with its nested step's error
                 detail = f": {error_line(current.error)}"
+                hint = str(current.error.get("hint") or "").strip()
+                detail += f" (hint: {hint})" if hint else ""
         elif status == "waiting":
             detail = (
                 f" for approval {approval.id}: {approval.message}"

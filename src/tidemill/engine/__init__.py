@@ -33,7 +33,7 @@ Examples:
 from tidemill.engine._engine import AsyncEngine, RunInfo
 from tidemill.engine._facade import Engine, Run
 from tidemill.engine._metrics import Metrics, MetricsServer
-from tidemill.engine._models import ModelChoice, ModelResolver, default_models
+from tidemill.engine._models import ModelChoice, ModelResolver, aliased_models, default_models
 from tidemill.engine._step_env import StepInfo, current_step
 from tidemill.engine.runs._waits import WAIT_KINDS, Wait
 from tidemill.engine.scripts._pool import ScriptCall, ScriptOutcome, ScriptPool
@@ -55,6 +55,7 @@ __all__ = [
     "StepInfo",
     "Wait",
     "Worker",
+    "aliased_models",
     "current_step",
     "default_models",
 ]

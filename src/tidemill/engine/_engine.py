@@ -51,8 +51,9 @@ class RunInfo:
     status: str
     """`queued`, `running`, `waiting`, `succeeded`, `failed` or `cancelled`.
 
-    `queued`: waiting for a concurrency slot; `waiting`: only approvals are
-    left to decide."""
+    `queued`: no worker has taken any of its steps yet, or it waits for a
+    slot under its flow's concurrency limit; `waiting`: only people's
+    decisions are left."""
     result: Any
     """The flow's result once it succeeded."""
     error: dict[str, Any] | None
@@ -70,13 +71,10 @@ class RunInfo:
         return self.status in ("succeeded", "failed", "cancelled")
 
 
-def _info(tx: Tx, run: RunRow) -> RunInfo:
-    status = run.status
-    if status == "running":
-        jobs = tx.tree_jobs(run.id)
-        busy = any(job.status in ("queued", "running") for job in jobs)
-        if not busy and tx.approvals(root_id=run.id):
-            status = "waiting"
+def _info(tx: Tx, run: RunRow, status: str | None = None) -> RunInfo:
+    """A run as `RunInfo`; `status` is its status as shown, when already read."""
+    if status is None:
+        status = tx.shown_status(run.id) or run.status
     result = tx.payload(run.id, "result") if status == "succeeded" else None
     return RunInfo(
         run.id, run.flow_name, status, result, run.error, run.created_at, run.finished_at
@@ -93,7 +91,10 @@ def _status(tx: Tx, *, run_id: str) -> str:
 
 
 def _load(flow: Flow | str | Path) -> Flow:
-    return flow if isinstance(flow, Flow) else Flow.load(flow)
+    if isinstance(flow, Flow):
+        flow.check()  # a flow built with `Flow.model_validate` was not checked for use yet
+        return flow
+    return Flow.load(flow)
 
 
 class AsyncEngine:
@@ -136,7 +137,8 @@ class AsyncEngine:
         """Validate the input and enqueue a run; return its id.
 
         Raises:
-            FlowValidationError: The flow file is malformed.
+            FlowValidationError: The flow (file) is malformed, or `Flow.check` finds a
+                mistake in it (a model spec, a placeholder, a script's inputs).
             FlowInputError: `inputs` does not fit the flow's input schema.
         """
         (run_id,) = await self.submit_many(flow, [inputs or {}])
@@ -238,14 +240,14 @@ class AsyncEngine:
     async def runs(
         self, *, status: str | None = None, flow: str | None = None, limit: int = 50
     ) -> list[RunInfo]:
-        """Top-level runs, newest first."""
-        stored = "running" if status == "waiting" else status
+        """Top-level runs, newest first (`status` filters on `RunInfo.status`)."""
 
         def read(tx: Tx) -> list[RunInfo]:
-            return [_info(tx, run) for run in tx.runs(status=stored, flow=flow, limit=limit)]
+            runs = tx.runs(status=status, flow=flow, limit=limit)
+            return [_info(tx, run, shown) for run, shown in runs]
 
         infos: list[RunInfo] = await self._transact(read)
-        return [i for i in infos if status is None or i.status == status]
+        return infos
 
     async def jobs(self, run_id: str) -> list[JobRow]:
         """Every job (step attempt) of a run and of its branches and loops, oldest first."""
@@ -253,10 +255,14 @@ class AsyncEngine:
         jobs: list[JobRow] = await self._transact(lambda tx: tx.tree_jobs(run.id))
         return jobs
 
-    async def logs(self, run_id: str) -> list[LogRow]:
-        """What the run's steps printed."""
+    async def logs(self, run_id: str, *, after: int = 0) -> list[LogRow]:
+        """What the run's steps printed, in order; a running step's so far.
+
+        `after` is the `id` of the last `LogRow` already read: only later ones
+        come (to follow a run's output while it runs).
+        """
         run = await self.get(run_id)
-        logs: list[LogRow] = await self._transact(lambda tx: tx.logs(run.id))
+        logs: list[LogRow] = await self._transact(lambda tx: tx.logs(run.id, after=after))
         return logs
 
     async def usage(self, run_id: str) -> list[dict[str, Any]]:

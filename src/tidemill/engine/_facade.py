@@ -29,8 +29,8 @@ class Run:
         >>> flow = Flow.model_validate({"steps": [step]})
         >>> engine = Engine(f"sqlite:///{tempfile.mkdtemp()}/t.db")
         >>> run = engine.submit(flow)
-        >>> run.status
-        'running'
+        >>> run.status  # no worker has taken it yet
+        'queued'
         >>> with engine.worker():
         ...     run.wait(timeout=30)
         {'n': 1}
@@ -132,9 +132,9 @@ class Engine:
         result: list[JobRow] = self._call(self.core.jobs(run_id))
         return result
 
-    def logs(self, run_id: str) -> list[LogRow]:
-        """What the run's steps printed."""
-        result: list[LogRow] = self._call(self.core.logs(run_id))
+    def logs(self, run_id: str, *, after: int = 0) -> list[LogRow]:
+        """What the run's steps printed (see `AsyncEngine.logs`)."""
+        result: list[LogRow] = self._call(self.core.logs(run_id, after=after))
         return result
 
     def usage(self, run_id: str) -> list[dict[str, Any]]:

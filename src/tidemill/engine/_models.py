@@ -5,22 +5,32 @@ Workers take a `ModelResolver` as an argument (`engine.worker(models=...)`,
 provider layer; tests and offline demos pass one that returns scripted models.
 A worker that builds its own models hands every one of them the worker's
 one `httpx` client (`default_models(choice, http_client=...)`), so all its
-steps share one connection pool.
+steps share one connection pool. `aliased_models` puts the proxy's model
+aliases (`ModelAliases`) in front of a resolver: `tidemill run` and
+`tidemill worker` take `--model-alias` with it, so a flow's AI steps can run
+offline (`--model-alias '*=fake'`) or on another model than they name.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError
-from tidemill.llm import Model, parse_model_spec, resolve_model
+from tidemill.llm import Model, ModelAliases, parse_model_spec, resolve_model
 
-__all__ = ["ModelCache", "ModelChoice", "ModelResolver", "default_models", "sends_requests"]
+__all__ = [
+    "ModelCache",
+    "ModelChoice",
+    "ModelResolver",
+    "aliased_models",
+    "default_models",
+    "sends_requests",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,11 @@ ModelResolver = Callable[[ModelChoice], Model]
 
 def default_models(choice: ModelChoice, *, http_client: httpx.AsyncClient | None = None) -> Model:
     """Build the model from its spec with the provider layer.
+
+    The offline model (`fake`) answers each request as `offline_answer`
+    does: the last user message, or the simplest value of the schema the
+    step asks for (an `ai_action`'s `output_schema`). It keeps no record of
+    its requests, since a worker runs for a long time.
 
     Args:
         choice: The step's model settings.
@@ -79,9 +94,54 @@ def default_models(choice: ModelChoice, *, http_client: httpx.AsyncClient | None
                 context={"env": [name]},
             )
         options["api_key"] = key
-    if http_client is not None and sends_requests(choice.spec):
+    offline = not sends_requests(choice.spec)
+    if offline:
+        options["record"] = False
+    elif http_client is not None:
         options["http_client"] = http_client
     return resolve_model(choice.spec, **options)
+
+
+def aliased_models(
+    resolve: ModelResolver,
+    aliases: ModelAliases | Mapping[str, str | Model] | Iterable[tuple[str, str | Model]],
+) -> ModelResolver:
+    """`resolve`, with the model a step names looked up in `aliases` first.
+
+    The lookup is the proxy's (`ModelAliases.target`): the spec as the step
+    writes it (`openai:gpt-4o-mini`), else `*`. An aliased step gets its
+    alias's model, built by `resolve` from the alias's spec (or the `Model`
+    given), without the step's `base_url` and `api_key`: they belong to the
+    model the step names, not to the one serving it. With no aliases,
+    `resolve` itself is returned.
+
+    Raises:
+        ConfigurationError: An alias's spec cannot be read (checked now, not
+            at the first step).
+
+    Examples:
+        >>> resolve = aliased_models(default_models, {"openai:gpt-4o-mini": "fake"})
+        >>> resolve(ModelChoice("openai:gpt-4o-mini", api_key="env:UNSET_KEY")).provider
+        'scripted'
+        >>> resolve(ModelChoice("ollama:llama3")).provider
+        'ollama'
+        >>> aliased_models(default_models, {}) is default_models
+        True
+    """
+    table = aliases if isinstance(aliases, ModelAliases) else ModelAliases(aliases)
+    table.check()
+    if not table:
+        return resolve
+
+    def resolver(choice: ModelChoice) -> Model:
+        target = table.target(choice.spec)
+        if target is None:
+            return resolve(choice)
+        if isinstance(target, Model):
+            return target
+        return resolve(replace(choice, spec=target, base_url=None, api_key=None))
+
+    return resolver
 
 
 def sends_requests(spec: str) -> bool:

@@ -103,6 +103,9 @@ class StepEnv:
             steps; None opens one per agent step attempt.
         metrics: Where AI steps count their model calls, tokens and tool
             calls; None records nothing.
+        on_output: Where a script step hands what it prints, as
+            `(stream, text)`, while it runs (the worker stores it as it goes);
+            None: the output comes with the step's outcome only.
     """
 
     job: JobRow
@@ -112,6 +115,7 @@ class StepEnv:
     store: Store
     journals: Journals | None = None
     metrics: Metrics | None = None
+    on_output: Callable[[str, str], None] | None = None
 
 
 _FUNCTIONS: dict[str, Callable[..., Any]] = {}

@@ -9,17 +9,17 @@ environment variable `NAME` on the worker when the step runs.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 from pydantic import Field, field_validator, model_validator
 
-from tidemill.errors import ExpressionError
+from tidemill.errors import ConfigurationError, ExpressionError
 from tidemill.flows._base import FlowModel, StepKind
 from tidemill.flows._duration import Duration
-from tidemill.flows._expr import compile_expression
+from tidemill.flows._expr import PLACEHOLDER, compile_expression, placeholders
+from tidemill.llm import parse_model_spec
 
 __all__ = [
     "AIAction",
@@ -30,20 +30,12 @@ __all__ = [
     "MCPTools",
     "Specialist",
     "SpecialistBudget",
+    "model_problem",
     "placeholders",
 ]
 
-_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-
-
-def placeholders(template: str) -> list[str]:
-    """The expressions inside `{{ ... }}` in a prompt template, stripped.
-
-    Examples:
-        >>> placeholders("Classify: {{ ticket.text }} ({{ lang }})")
-        ['ticket.text', 'lang']
-    """
-    return [match.strip() for match in _PLACEHOLDER.findall(template)]
+_PLACEHOLDER = PLACEHOLDER
+"""The placeholder pattern, by the name the engine's prompt rendering imports it."""
 
 
 def _check_template(template: str) -> str:
@@ -53,6 +45,26 @@ def _check_template(template: str) -> str:
         except ExpressionError as exc:
             raise ValueError(f"invalid placeholder {{{{ {text} }}}}: {exc.reason}") from None
     return template
+
+
+def model_problem(spec: str) -> str | None:
+    """Say what is wrong with a model spec the provider layer cannot read, or None.
+
+    The spec is parsed as the worker's default resolver parses it (an unknown
+    provider gets the provider layer's did-you-mean), but no model is built:
+    keys and endpoints are the worker's business.
+
+    Examples:
+        >>> model_problem("opnai:gpt-4o")
+        "Unknown model provider in 'opnai:gpt-4o'. Did you mean 'openai'?"
+        >>> model_problem("openai:gpt-4o") is None, model_problem("fake") is None
+        (True, True)
+    """
+    try:
+        parse_model_spec(spec)
+    except ConfigurationError as exc:
+        return f"{exc.message} {exc.hint}" if exc.hint else exc.message
+    return None
 
 
 def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -94,6 +106,11 @@ class _ModelSettings(FlowModel):
 
     _no_plain_keys = field_validator("api_key")(_env_only)
 
+    def model_problems(self) -> list[tuple[str, str]]:
+        """The model specs it names that the provider layer cannot read: (field path, message)."""
+        problem = model_problem(self.model)
+        return [] if problem is None else [("model", problem)]
+
 
 class AIAction(_ModelSettings, StepKind):
     """One model call: render `prompt`, ask the model, validate the answer.
@@ -123,6 +140,10 @@ class AIAction(_ModelSettings, StepKind):
 
     _check_prompt = field_validator("prompt", "system")(_check_template)
     _check_output = field_validator("output_schema")(_check_schema)
+
+    def templates(self) -> dict[str, str]:
+        """`prompt`, and `system` when it is set."""
+        return {"prompt": self.prompt, **({"system": self.system} if self.system else {})}
 
 
 class MCPTools(FlowModel):
@@ -286,6 +307,19 @@ class Specialist(FlowModel):
 
     _check_output = field_validator("output_schema")(_check_schema)
     _no_plain_keys = field_validator("api_key")(_env_only)
+
+    def model_problems(self) -> list[tuple[str, str]]:
+        """Its own model spec's problem and its specialists', as (field path, message)."""
+        found: list[tuple[str, str]] = []
+        problem = None if self.model is None else model_problem(self.model)
+        if problem is not None:
+            found.append(("model", problem))
+        for index, specialist in enumerate(self.specialists):
+            found.extend(
+                (f"specialists[{index}].{field}", message)
+                for field, message in specialist.model_problems()
+            )
+        return found
 
 
 class AgentDelegation(FlowModel):

@@ -161,7 +161,7 @@ class StepKind(FlowModel):
     """Base of the models behind a step's kind key (`script:`, `branch:`, ...).
 
     A kind with nested steps overrides `bodies`; a kind with expressions of
-    its own overrides `expressions`.
+    its own overrides `expressions`, and one with prompt templates `templates`.
     """
 
     def bodies(self) -> tuple[tuple[str, Sequence[StepNode]], ...]:
@@ -170,4 +170,8 @@ class StepKind(FlowModel):
 
     def expressions(self) -> dict[str, Expression]:
         """The kind's own expressions, keyed by field path inside the kind."""
+        return {}
+
+    def templates(self) -> dict[str, str]:
+        """The kind's prompt templates (with `{{ ... }}` placeholders), keyed by field path."""
         return {}

@@ -1,7 +1,11 @@
 """The checks between steps: ids, `needs`, cycles, and what expressions may read.
 
 The models check each field on its own; these checks need the whole flow.
-They run when a `Flow` is validated and report every problem they find.
+`check_flow` runs when a `Flow` is validated and reports every problem it
+finds. `check_usage` finds the mistakes a run would trip over (a model spec
+the provider layer cannot read, a placeholder naming nothing its prompt
+sees, inputs that do not fit a script's `main`); it runs when a flow is
+loaded or submitted, not when a stored definition is read back.
 """
 
 from __future__ import annotations
@@ -9,12 +13,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from tidemill.flows._expr import Expression
+from tidemill.flows._expr import Expression, compile_expression, placeholders
 from tidemill.flows._node import StepNode
 from tidemill.flows._problems import Problem
 from tidemill.flows._scope import Placement, index_steps, resolved_needs
 
-__all__ = ["STEP_NAMES", "check_flow"]
+__all__ = ["STEP_NAMES", "check_flow", "check_usage"]
 
 STEP_NAMES = ("flow_input", "results", "previous_result")
 """The names every step expression may use; `iter` and `result` are added where they apply."""
@@ -174,7 +178,12 @@ class _Reach:
 
 
 def _check_names(
-    step: str | None, field: str, expression: Expression, allowed: set[str]
+    step: str | None,
+    field: str,
+    expression: Expression,
+    allowed: set[str],
+    *,
+    here: str = "expressions here",
 ) -> list[Problem]:
     problems: list[Problem] = []
     for name in sorted(expression.names - allowed):
@@ -185,9 +194,31 @@ def _check_names(
         else:
             message = (
                 f"unknown name {name!r}{_did_you_mean(name, allowed)} "
-                f"(expressions here can use: {', '.join(sorted(allowed))})"
+                f"({here} can use: {', '.join(sorted(allowed))})"
             )
         problems.append(Problem(step, field, message))
+    return problems
+
+
+def _check_results(
+    place: Placement[StepNode],
+    field: str,
+    expression: Expression,
+    index: Mapping[str, Placement[StepNode]],
+    reach: _Reach,
+) -> list[Problem]:
+    problems: list[Problem] = []
+    step_id = place.step.id
+    for target in sorted(expression.results_used or ()):
+        if target not in index:
+            hint = _did_you_mean(target, index)
+            problems.append(
+                Problem(step_id, field, f"reads results.{target}: no step {target!r}{hint}")
+            )
+            continue
+        why = reach.unreadable(place, target)
+        if why:
+            problems.append(Problem(step_id, field, f"reads results.{target}, but {why}"))
     return problems
 
 
@@ -205,16 +236,28 @@ def _check_step_expressions(
         if field.startswith("ai_agent.tools["):  # a tool's bindings also see the step's inputs
             allowed.update(step.inputs)
         problems.extend(_check_names(step.id, field, expression, allowed))
-        for target in sorted(expression.results_used or ()):
-            if target not in index:
-                hint = _did_you_mean(target, index)
-                problems.append(
-                    Problem(step.id, field, f"reads results.{target}: no step {target!r}{hint}")
-                )
-                continue
-            why = reach.unreadable(place, target)
-            if why:
-                problems.append(Problem(step.id, field, f"reads results.{target}, but {why}"))
+        problems.extend(_check_results(place, field, expression, index, reach))
+    return problems
+
+
+def _check_templates(
+    place: Placement[StepNode], index: Mapping[str, Placement[StepNode]], reach: _Reach
+) -> list[Problem]:
+    """The placeholders of a step's prompts, which see the step's inputs by name too."""
+    problems: list[Problem] = []
+    step = place.step
+    allowed = {*STEP_NAMES, *step.inputs}
+    if place.in_for_each:
+        allowed.add("iter")
+    for field, template in step.templates_by_field().items():
+        for text in dict.fromkeys(placeholders(template)):
+            expression = compile_expression(text)  # its syntax was checked with the model
+            found = _check_names(step.id, field, expression, allowed, here="this prompt")
+            found.extend(_check_results(place, field, expression, index, reach))
+            problems.extend(
+                Problem(p.step, p.field, f"placeholder {{{{ {text} }}}}: {p.message}")
+                for p in found
+            )
     return problems
 
 
@@ -272,4 +315,23 @@ def check_flow(
     for place in index.values():
         problems.extend(_check_step_expressions(place, index, reach))
     problems.extend(_check_flow_expressions(result, concurrency_key, index))
+    return problems
+
+
+def check_usage(steps: Sequence[StepNode]) -> list[Problem]:
+    """Return the mistakes a run of these steps would trip over (empty when there is none).
+
+    Each step's own (`StepNode.mistakes`: a model spec the provider layer
+    cannot read, inputs that do not fit a script's `main`), and the `{{ ... }}`
+    placeholders of its prompts: they may use the step's inputs by name,
+    `flow_input`, `results`, `previous_result` and, inside a for_each,
+    `iter`, and read `results.<id>` only of steps sure to have finished.
+    `steps` must be a valid flow's (see `check_flow`).
+    """
+    index, _duplicates = index_steps(steps)
+    reach = _Reach(index)
+    problems: list[Problem] = []
+    for place in index.values():
+        problems.extend(place.step.mistakes())
+        problems.extend(_check_templates(place, index, reach))
     return problems

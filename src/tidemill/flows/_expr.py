@@ -1,4 +1,4 @@
-"""Expressions: the small, safe language of `{expr: ...}`, `skip_if` and `when`.
+"""Expressions: the small, safe language of `{expr: ...}`, `skip_if`, `when` and placeholders.
 
 An expression is one line of Python syntax over plain data: names such as
 `flow_input` and `results`, field access (`results.fetch.text`), indexing,
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,10 +28,31 @@ from tidemill.flows._safe_eval import (
     evaluator,
 )
 
-__all__ = ["MAX_EXPRESSION_LENGTH", "Expression", "compile_expression", "evaluate_condition"]
+__all__ = [
+    "MAX_EXPRESSION_LENGTH",
+    "PLACEHOLDER",
+    "Expression",
+    "compile_expression",
+    "evaluate_condition",
+    "placeholders",
+]
 
 MAX_EXPRESSION_LENGTH = 10_000
 """The longest expression text accepted."""
+
+PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+"""A `{{ expression }}` placeholder of a prompt template; group 1 is the expression."""
+
+
+def placeholders(template: str) -> list[str]:
+    """The expressions inside `{{ ... }}` in a prompt template, stripped.
+
+    Examples:
+        >>> placeholders("Classify: {{ ticket.text }} ({{ lang }})")
+        ['ticket.text', 'lang']
+    """
+    return [match.strip() for match in PLACEHOLDER.findall(template)]
+
 
 _ALLOWED = (
     ast.Expression,

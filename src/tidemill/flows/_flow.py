@@ -23,11 +23,11 @@ from jsonschema.protocols import Validator
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from tidemill.errors import FlowInputError
+from tidemill.errors import FlowInputError, FlowValidationError
 from tidemill.flows._ai import AIAction
 from tidemill.flows._approval import Approval
 from tidemill.flows._base import Expr, ExpressionText, FlowModel, InputValue
-from tidemill.flows._check import check_flow
+from tidemill.flows._check import check_flow, check_usage
 from tidemill.flows._concurrency import Concurrency
 from tidemill.flows._duration import Duration
 from tidemill.flows._expr import Expression, compile_expression
@@ -44,7 +44,7 @@ from tidemill.flows._nesting import (
     SubFlow,
 )
 from tidemill.flows._node import ID_PATTERN, KINDS
-from tidemill.flows._problems import FLOW_ERROR, problem_error
+from tidemill.flows._problems import FLOW_ERROR, Problem, problem_error
 from tidemill.flows._retry import Retry
 from tidemill.flows._schema import flow_json_schema
 from tidemill.flows._scope import Placement, index_steps, iter_steps
@@ -210,6 +210,43 @@ class Step(FlowModel):
         """
         return self._expressions
 
+    def templates_by_field(self) -> Mapping[str, str]:
+        """The prompt templates of its kind, keyed by field path (`ai_action.prompt`)."""
+        kind = self.kind
+        return {f"{kind}.{path}": text for path, text in self.settings.templates().items()}
+
+    def mistakes(self) -> list[Problem]:
+        """What its kind's settings tell of it alone, and the mistakes of the flows it holds.
+
+        Model specs the provider layer cannot read; inputs that do not fit a
+        script's `main`; and, with a prefix naming where they are, the
+        mistakes of a sub-flow and of an agent's `flow` tools (see `Flow.check`).
+        """
+        kind, settings = self.kind, self.settings
+        found: list[tuple[str, str]] = []
+        held: list[tuple[str, SubFlow]] = []
+        if isinstance(settings, ScriptStep):
+            found = settings.input_problems(self.inputs)
+        elif isinstance(settings, AIAction | AIAgent):
+            found = [(f"{kind}.{path}", text) for path, text in settings.model_problems()]
+        if isinstance(settings, SubFlow):
+            held.append((f"the sub-flow of step {self.id!r}", settings))
+        elif isinstance(settings, AIAgent):
+            held.extend(
+                (f"the flow of step {self.id!r}, ai_agent.tools[{index}]", tool.flow)
+                for index, tool in enumerate(settings.tools)
+                if tool.flow is not None
+            )
+        problems = [Problem(self.id, field, message) for field, message in found]
+        for where, sub in held:
+            if sub.flow is not None:
+                source = f" ({sub.source_path})" if sub.source_path else ""
+                problems.extend(
+                    Problem(p.step, p.field, f"in {where}{source}: {p.message}")
+                    for p in sub.flow._usage_problems
+                )
+        return problems
+
     @property
     def skip_condition(self) -> Expression | None:
         """`skip_if`, compiled."""
@@ -247,11 +284,13 @@ def _check_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
 class Flow(FlowModel):
     """A flow: steps to run, with an input schema and an optional result.
 
-    Validating a flow checks everything that can be checked before running:
-    the shape of each step, ids, `needs`, cycles and what expressions read.
-    `Flow.load`, `Flow.parse` and `Flow.from_dict` report every problem as one
-    `FlowValidationError`; `Flow.model_validate` and `Flow.model_validate_json`
-    raise pydantic's `ValidationError` instead (with the same problems inside).
+    Validating a flow checks its shape: each step, ids, `needs`, cycles and
+    what expressions read. `Flow.load`, `Flow.parse` and `Flow.from_dict`
+    report every problem as one `FlowValidationError`, and then check what its
+    steps use (`check`: model specs, placeholders, script inputs);
+    `Flow.model_validate` and `Flow.model_validate_json` raise pydantic's
+    `ValidationError` for shape problems and do not check use, so a flow
+    stored by an earlier version still reads back.
 
     Examples:
         >>> flow = Flow.parse('''
@@ -326,7 +365,7 @@ class Flow(FlowModel):
             FlowValidationError: When the file is missing or unreadable, or the
                 flow (or an included file) is not valid.
         """
-        return load_flow(path, flow_model=Flow, step_model=Step)
+        return load_flow(path, flow_model=Flow, step_model=Step)._checked(str(path))
 
     @classmethod
     def parse(
@@ -349,7 +388,7 @@ class Flow(FlowModel):
         Raises:
             FlowValidationError: When the text cannot be parsed or the flow is not valid.
         """
-        return parse_flow(
+        flow = parse_flow(
             text,
             flow_model=Flow,
             step_model=Step,
@@ -357,6 +396,7 @@ class Flow(FlowModel):
             base_dir=base_dir,
             source=source,
         )
+        return flow._checked(source)
 
     @classmethod
     def from_dict(
@@ -374,9 +414,34 @@ class Flow(FlowModel):
         Raises:
             FlowValidationError: Listing every problem found.
         """
-        return flow_from_data(
+        flow = flow_from_data(
             data, flow_model=Flow, step_model=Step, base_dir=base_dir, source=source
         )
+        return flow._checked(source)
+
+    @functools.cached_property
+    def _usage_problems(self) -> tuple[Problem, ...]:
+        """The mistakes `check` reports (empty when there is none), found once."""
+        return tuple(check_usage(self.steps))
+
+    def check(self) -> None:
+        """Refuse the mistakes a run would trip over, which the flow's shape does not show.
+
+        A model spec the provider layer cannot read (`opnai:gpt-4o`, with its
+        did-you-mean), a `{{ placeholder }}` naming nothing its prompt sees, a
+        parameter of a script's `main` that no input fills, an input that
+        names no parameter of `main`; in sub-flows and `flow` tools too.
+        `load`, `parse`, `from_dict` and the engine's `submit` run it.
+
+        Raises:
+            FlowValidationError: Listing every such problem.
+        """
+        self._checked(None)
+
+    def _checked(self, source: str | None) -> Flow:
+        if self._usage_problems:
+            raise FlowValidationError(list(self._usage_problems), source=source)
+        return self
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

@@ -330,6 +330,29 @@ class AIAgent(_ModelSettings, StepKind):
     _check_output = field_validator("output_schema")(_check_schema)
     _check_system = field_validator("system")(_check_template)
 
+    def templates(self) -> dict[str, str]:
+        """`system`, when it is set (the user message is the input `user_message`)."""
+        return {"system": self.system} if self.system else {}
+
+    def model_problems(self) -> list[tuple[str, str]]:
+        """Its model specs the provider layer cannot read, as (field path, message).
+
+        Its own, its specialists', and those of the agents its tools run.
+        """
+        found = super().model_problems()
+        for index, specialist in enumerate(self.specialists):
+            found.extend(
+                (f"specialists[{index}].{field}", message)
+                for field, message in specialist.model_problems()
+            )
+        for index, tool in enumerate(self.tools):
+            if tool.agent is not None:
+                found.extend(
+                    (f"tools[{index}].agent.{field}", message)
+                    for field, message in tool.agent.model_problems()
+                )
+        return found
+
     def expressions(self) -> dict[str, Expression]:
         """The `{expr: ...}` inputs its tools bind, evaluated over the step's values."""
         found: dict[str, Expression] = {}

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, Self
 
 from tidemill.flows._expr import Expression
+from tidemill.flows._problems import Problem
 
 __all__ = ["ID_PATTERN", "KINDS", "StepNode"]
 
@@ -63,4 +64,12 @@ class StepNode(Protocol):
 
     def expressions_by_field(self) -> Mapping[str, Expression]:
         """Its own expressions, keyed by field path."""
+        ...
+
+    def templates_by_field(self) -> Mapping[str, str]:
+        """Its prompt templates (`{{ ... }}` placeholders), keyed by field path."""
+        ...
+
+    def mistakes(self) -> Sequence[Problem]:
+        """What its kind's settings tell of it alone: model specs, `main`'s parameters."""
         ...

@@ -14,7 +14,8 @@ each HTTP adapter speaks one wire format directly with `httpx`:
   Gemini API and on Vertex AI;
 - `BedrockModel`: Amazon Bedrock's Converse API (SigV4-signed, or a Bedrock
   API key), its streams in AWS event-stream framing;
-- `ScriptedModel`: offline and deterministic, for tests and demos.
+- `ScriptedModel`: offline and deterministic, for tests and demos; with no
+  script it answers `offline_answer` (an echo, or a value of the schema asked for).
 
 Structured output: `ModelRequest(..., output_format=OutputFormat(name,
 schema, strict=...))` asks for JSON text of a shape, in each vendor's own
@@ -22,6 +23,9 @@ form (OpenAI `response_format`/`text.format`, Gemini `responseSchema`, a
 forced tool on Anthropic and Bedrock, whose call comes back as the text);
 `strict=True` rewrites the schema for OpenAI's strict mode
 (`strict_json_schema`).
+
+`ModelAliases` maps the names others use (a proxy client, a flow's step)
+to the models that serve them, `*` for every name.
 
 `FallbackModel` wraps several models and tries the next when one is rate
 limited or down (`resolve_model([...])` builds one). Every HTTP adapter
@@ -47,10 +51,12 @@ answer through `_pricing`, keys and base URLs (`_credentials`), typed
 provider failures (`_failures`), `RetryPolicy` (`_retry`), structured output
 helpers (`_strict_schema`, `_forced_output`), response assembly
 (`_assembly`), `FallbackModel` (`_fallback`), `ScriptedModel` (`_scripted`)
-and the spec strings that pick a model (`_spec`).
+and its answer with no script (`_offline`), the spec strings that pick a
+model (`_spec`) and the aliases that stand for them (`_aliases`).
 """
 
 from tidemill.llm._adapter import HttpCall, HttpModel, StreamParser
+from tidemill.llm._aliases import EVERY_MODEL, ModelAliases
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._fallback import FallbackModel, should_fall_back
 from tidemill.llm._model import (
@@ -60,6 +66,7 @@ from tidemill.llm._model import (
     ModelStreamEvent,
     OutputFormat,
 )
+from tidemill.llm._offline import offline_answer
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._scripted import Answer, Handler, ScriptedModel
 from tidemill.llm._spec import (
@@ -84,6 +91,7 @@ from tidemill.llm.openai._responses import OpenAIResponsesModel
 __all__ = [
     "DEFAULT_MODELS",
     "DIALECTS",
+    "EVERY_MODEL",
     "KNOWN_PROVIDERS",
     "Answer",
     "AnthropicModel",
@@ -98,6 +106,7 @@ __all__ = [
     "HttpCall",
     "HttpModel",
     "Model",
+    "ModelAliases",
     "ModelRequest",
     "ModelSettings",
     "ModelSpec",
@@ -113,6 +122,7 @@ __all__ = [
     "StreamParser",
     "VertexGeminiModel",
     "new_http_client",
+    "offline_answer",
     "parse_model_spec",
     "resolve_model",
     "should_fall_back",

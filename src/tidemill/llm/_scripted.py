@@ -9,10 +9,12 @@ from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError, ScriptExhausted
 from tidemill.llm._model import Model, ModelRequest, ModelStreamEvent
+from tidemill.llm._offline import offline_answer
 from tidemill.types import (
     Message,
     ModelResponse,
     ResponseDone,
+    Role,
     TextDelta,
     ToolCall,
     ToolCallDelta,
@@ -44,15 +46,32 @@ class ScriptedModel(Model):
     `requests`, so tests can assert what the model was sent. Usage is
     estimated at four characters a token.
 
+    The turn a request gets is the further of two counts: the requests this
+    model has answered, and the assistant turns in the conversation it is
+    sent. Within one process the first leads, so one model answering several
+    runs of a thread, several threads or several flow steps takes the script
+    in turn; a thread resumed by a new model (in another process, after an
+    approval or a crash) has its own turns counted, and continues where it
+    was instead of starting the script over. The next request gets the turn
+    after the one just answered.
+
+    With neither a script nor a handler it answers each request with
+    `offline_answer`: the last user message, or, when the request asks for
+    JSON of a schema, the simplest value the schema accepts.
+
     Args:
         responses: The text of each turn.
         tool_calls: The tool calls of each turn (`[]` for none).
-        handler: Answers each request instead of a script.
+        handler: Answers each request instead of a script. It may return
+            text, a `Message` (with `tool_calls` to call tools) or a whole
+            `ModelResponse`; deciding from `request.messages` keeps it right
+            for a thread resumed in another process.
         strict: Raise `ScriptExhausted` when asked for more turns than
-            scripted. Otherwise the last text is repeated, with no tool calls.
+            scripted (with no script, on every request). Otherwise the last
+            text is repeated, with no tool calls.
         model_name: The name it reports.
         record: Keep every request in `requests`. Turn it off for long
-            benchmark loops, where the kept transcripts add up.
+            benchmark loops and servers, where the kept transcripts add up.
 
     Examples:
         >>> import asyncio
@@ -65,11 +84,25 @@ class ScriptedModel(Model):
         Traceback (most recent call last):
         ...
         tidemill.errors.ScriptExhausted: The scripted model was called 2 time(s) but ...
+
+        A conversation that already holds assistant turns continues the script:
+
+        >>> resumed = ScriptedModel(["first", "second"])
+        >>> history = [Message.user("Hi"), Message.assistant("first"), Message.user("And?")]
+        >>> asyncio.run(resumed.request(ModelRequest(history))).message.content
+        'second'
+
+        With no script, it echoes:
+
+        >>> echo = ScriptedModel().request(ModelRequest([Message.user("tide")]))
+        >>> asyncio.run(echo).message.content
+        'tide'
     """
 
     provider = "scripted"
     supports_output_format = True
-    """Takes an `output_format` (kept in `requests` for tests) but answers from the script."""
+    """Takes an `output_format` (kept in `requests` for tests); with no script it answers
+    a value of its schema, otherwise it answers from the script."""
 
     def __init__(
         self,
@@ -95,9 +128,10 @@ class ScriptedModel(Model):
         self.requests: list[ModelRequest] = []
         """Every request received, in order (when `record` is on)."""
         self._turn = 0
-        # Running input-token estimate, so counting stays O(new messages).
+        # Running input-token and assistant-turn counts, so counting stays O(new messages).
         self._counted = 0
         self._counted_tokens = 0
+        self._counted_turns = 0
         self._last_counted: Message | None = None
 
     @property
@@ -109,21 +143,24 @@ class ScriptedModel(Model):
         """Answer from the script or the handler."""
         if self.record:
             self.requests.append(request)
-        turn = self._turn
-        self._turn += 1
+        tokens, turns = self._tally(request.messages)
         if self.handler is not None:
             answer = self.handler(request)
             if not isinstance(answer, _PLAIN):
                 answer = await answer
-            return self._response(answer, (), request)
+            return self._response(answer, (), tokens)
+        turn = max(self._turn, turns)
+        self._turn = turn + 1
         if turn >= self.turns:
             if self.strict:
                 raise ScriptExhausted(self.turns)
+            if not self.turns:
+                return self._response(offline_answer(request), (), tokens)
             last = self.responses[-1] if self.responses else ""
-            return self._response(last, (), request)
+            return self._response(last, (), tokens)
         text = self.responses[turn] if turn < len(self.responses) else ""
         calls = self.tool_calls[turn] if turn < len(self.tool_calls) else ()
-        return self._response(text, calls, request)
+        return self._response(text, calls, tokens)
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """Answer as `request` does, streaming the text word by word."""
@@ -150,9 +187,7 @@ class ScriptedModel(Model):
         """Describe the model and the script's length."""
         return {**super().describe(), "turns": self.turns}
 
-    def _response(
-        self, answer: Answer, calls: Sequence[ToolCall], request: ModelRequest
-    ) -> ModelResponse:
+    def _response(self, answer: Answer, calls: Sequence[ToolCall], tokens: int) -> ModelResponse:
         if isinstance(answer, ModelResponse):
             return answer
         message = (
@@ -161,11 +196,7 @@ class ScriptedModel(Model):
             else Message.assistant(answer, tool_calls=tuple(calls))
         )
         usage = _new_usage(
-            {
-                "requests": 1,
-                "input_tokens": self._input_tokens(request.messages),
-                "output_tokens": _estimate(message),
-            }
+            {"requests": 1, "input_tokens": tokens, "output_tokens": _estimate(message)}
         )
         return _new_response(
             {
@@ -177,15 +208,22 @@ class ScriptedModel(Model):
             }
         )
 
-    def _input_tokens(self, messages: Sequence[Message]) -> int:
+    def _tally(self, messages: Sequence[Message]) -> tuple[int, int]:
+        """The input-token estimate and the assistant turns of `messages`.
+
+        Counted from where the last conversation ended when this one extends
+        it, so a long loop costs O(new messages) a request.
+        """
         known = self._counted
         if not (0 < known <= len(messages) and messages[known - 1] is self._last_counted):
-            known, self._counted_tokens = 0, 0
+            known, self._counted_tokens, self._counted_turns = 0, 0, 0
         for message in messages[known:]:
             self._counted_tokens += _estimate(message)
+            if message.role is Role.ASSISTANT:
+                self._counted_turns += 1
         self._counted = len(messages)
         self._last_counted = messages[-1] if messages else None
-        return self._counted_tokens
+        return self._counted_tokens, self._counted_turns
 
 
 def _estimate(message: Message) -> int:

@@ -359,5 +359,5 @@ def _check_provider(name: str, spec: str) -> None:
     raise ConfigurationError(
         f"Unknown model provider in {spec!r}.",
         hint=hint or "Write 'provider:model', e.g. 'openai:gpt-4o-mini', or 'fake'.",
-        context={"known": sorted(KNOWN_PROVIDERS)},
+        context={"known": sorted(KNOWN_PROVIDERS), "close": close},
     )

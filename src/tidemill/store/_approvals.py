@@ -47,6 +47,13 @@ class ApprovalQueries(Statements):
         row = self.one(f"SELECT {_APPROVAL} FROM tm_approvals WHERE id = ?{suffix}", (approval_id,))
         return None if row is None else ApprovalRow.of(row)
 
+    def approval_ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
+        """The ids of approvals that start with `prefix` (hex digits and dashes), in order."""
+        rows = self.all(
+            "SELECT id FROM tm_approvals WHERE id LIKE ? ORDER BY id LIMIT ?", (prefix + "%", limit)
+        )
+        return [str(row[0]) for row in rows]
+
     def approvals(
         self, *, status: str | None = "pending", root_id: str | None = None
     ) -> list[ApprovalRow]:

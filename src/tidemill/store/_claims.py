@@ -3,6 +3,11 @@
 Queued jobs are claimed in queue order; jobs whose lease ran out are taken
 over. A top-level run of one step (a plain job queue) is ended and the next
 jobs claimed in one transaction, on PostgreSQL in one statement.
+
+Every claim takes an optional `root_id`: then only jobs of that top-level
+run and of its child runs (branches, loops, sub-flows, tool calls' runs,
+which all share its `root_id`) are claimed, as a worker started for one run
+(`tidemill run`) must.
 """
 
 from __future__ import annotations
@@ -20,14 +25,23 @@ __all__ = ["ClaimQueries", "Ending"]
 _RUN = RunRow.COLUMNS
 _JOB = JobRow.COLUMNS
 
+_IN_TREE = " AND run_id IN (SELECT id FROM tm_runs WHERE root_id = ?)"
+"""The condition that keeps a claim to one run's tree; its parameter is the `root_id`."""
+
+
+def _tree(root_id: str | None) -> tuple[str, tuple[str, ...]]:
+    """The condition (and its parameter) limiting a claim to the tree of `root_id`, if given."""
+    return ("", ()) if root_id is None else (_IN_TREE, (root_id,))
+
 
 def _claim_sql(also: str = "") -> str:
-    """PostgreSQL's claim of queued jobs (`also`: one more condition on them).
+    """PostgreSQL's claim of queued jobs (`also`: more conditions on them).
 
     The parameters are the worker, its lease's end, the start time, the time
-    jobs must be due by, and how many to take. The inner query picks and locks
-    the jobs in queue order (`FOR UPDATE SKIP LOCKED` yields only rows that are
-    still queued once locked); the update then finds each by its primary key.
+    jobs must be due by, those of `also`, and how many to take. The inner query
+    picks and locks the jobs in queue order (`FOR UPDATE SKIP LOCKED` yields
+    only rows that are still queued once locked); the update then finds each by
+    its primary key.
     """
     return (
         "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
@@ -65,28 +79,48 @@ class ClaimQueries(JobQueries):
     """The statements that claim jobs, renew their leases, and end a job queue's runs."""
 
     def claim(
-        self, worker: str, limit: int, *, now: float, lease_until: float, reclaim: bool = True
+        self,
+        worker: str,
+        limit: int,
+        *,
+        now: float,
+        lease_until: float,
+        reclaim: bool = True,
+        root_id: str | None = None,
     ) -> list[JobRow]:
-        """Claim up to `limit` jobs: expired leases first (when `reclaim`), then queued jobs."""
+        """Claim up to `limit` jobs: expired leases first (when `reclaim`), then queued jobs.
+
+        With `root_id`, only jobs of that run and of its child runs.
+        """
         claimed: list[JobRow] = []
         if reclaim:
-            claimed.extend(self._reclaim(worker, limit, now=now, lease_until=lease_until))
+            claimed.extend(
+                self._reclaim(worker, limit, now=now, lease_until=lease_until, root_id=root_id)
+            )
         if len(claimed) < limit:
+            tree, tree_params = _tree(root_id)
             fresh = (
-                _claim_sql()
+                _claim_sql(tree)
                 if self.dialect == "postgres"
                 else "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
                 "epoch = epoch + 1, started_at = ? WHERE status = 'queued' AND id IN ("
-                "SELECT id FROM tm_jobs WHERE status = 'queued' AND run_at <= ? "
+                f"SELECT id FROM tm_jobs WHERE status = 'queued' AND run_at <= ?{tree} "
                 f"ORDER BY run_at, id LIMIT ?) RETURNING {_JOB}"
             )
-            rows = self.all(fresh, (worker, lease_until, now, now, limit - len(claimed)))
-            claimed.extend(JobRow.of(row) for row in rows)
+            params = (worker, lease_until, now, now, *tree_params, limit - len(claimed))
+            claimed.extend(JobRow.of(row) for row in self.all(fresh, params))
         claimed.sort(key=lambda job: job.id)
         return claimed
 
     def claim_with_runs(
-        self, worker: str, limit: int, *, now: float, lease_until: float, reclaim: bool = True
+        self,
+        worker: str,
+        limit: int,
+        *,
+        now: float,
+        lease_until: float,
+        reclaim: bool = True,
+        root_id: str | None = None,
     ) -> list[tuple[JobRow, RunRow, Any]]:
         """`claim`, each job with its run and the run's `context` payload.
 
@@ -94,30 +128,38 @@ class ClaimQueries(JobQueries):
         """
         if self.dialect == "sqlite" or reclaim:
             out = []
-            for job in self.claim(worker, limit, now=now, lease_until=lease_until, reclaim=reclaim):
+            jobs = self.claim(
+                worker, limit, now=now, lease_until=lease_until, reclaim=reclaim, root_id=root_id
+            )
+            for job in jobs:
                 found = self.run_and_payload(job.run_id, "context")
                 assert found is not None
                 out.append((job, found[0], found[1]))
             return out
+        tree, tree_params = _tree(root_id)
         rows = self.all(
-            f"WITH c AS ({_claim_sql()}) SELECT {_CLAIMED} FROM c {_CLAIMED_JOINS} ORDER BY c.id",
-            (worker, lease_until, now, now, limit),
+            f"WITH c AS ({_claim_sql(tree)}) SELECT {_CLAIMED} FROM c {_CLAIMED_JOINS} "
+            "ORDER BY c.id",
+            (worker, lease_until, now, now, *tree_params, limit),
         )
         return [_claimed(row) for row in rows]
 
-    def _reclaim(self, worker: str, limit: int, *, now: float, lease_until: float) -> list[JobRow]:
+    def _reclaim(
+        self, worker: str, limit: int, *, now: float, lease_until: float, root_id: str | None
+    ) -> list[JobRow]:
         """Take over jobs whose lease ran out; each claim moves the job's epoch on."""
+        tree, tree_params = _tree(root_id)
         reclaim = (
             "UPDATE tm_jobs SET worker = ?, lease_until = ?, epoch = epoch + 1, started_at = ? "
             "WHERE status = 'running' AND lease_until < ? AND id IN ("
             "SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < ? "
             # A worker never takes over its own job: it may still be running it
             # (its renewals failed for a while); another worker will, if it died.
-            "AND worker <> ? "
+            f"AND worker <> ?{tree} "
             f"ORDER BY lease_until LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
         )
-        rows = self.all(reclaim, (worker, lease_until, now, now, now, worker, limit))
-        return [JobRow.of(row) for row in rows]
+        params = (worker, lease_until, now, now, now, worker, *tree_params, limit)
+        return [JobRow.of(row) for row in self.all(reclaim, params)]
 
     def renew(self, worker: str, held: Mapping[int, int], lease_until: float) -> set[int]:
         """Extend the leases of `held` (job id to epoch); return the ids still held."""
@@ -133,7 +175,15 @@ class ClaimQueries(JobQueries):
         return {int(job_id) for job_id, epoch in rows if held.get(int(job_id)) == epoch}
 
     def end_run_and_claim(
-        self, job: JobRow, result: Any, *, now: float, worker: str, limit: int, lease_until: float
+        self,
+        job: JobRow,
+        result: Any,
+        *,
+        now: float,
+        worker: str,
+        limit: int,
+        lease_until: float,
+        root_id: str | None = None,
     ) -> Ending | None:
         """Record the succeeded last step of a run, end the run, and claim the next jobs.
 
@@ -141,8 +191,9 @@ class ClaimQueries(JobQueries):
         plain job queue). In order: lock the run's row, finish `job` (fenced
         by its epoch) and record `result`, end the run with that result when
         it is still `running`, then claim up to `limit` queued jobs, as
-        `claim_with_runs` does. Nothing is written when the job is no longer
-        held, and nothing is claimed then either.
+        `claim_with_runs` does (of the tree of `root_id` only, when given).
+        Nothing is written when the job is no longer held, and nothing is
+        claimed then either.
 
         Returns None when the run is gone, else `(recorded, ended, claimed)`.
         On PostgreSQL it is one statement (`end_run_and_claim_statement`),
@@ -150,7 +201,13 @@ class ClaimQueries(JobQueries):
         """
         if self.dialect == "postgres":
             sql, params = self.end_run_and_claim_statement(
-                job, result, now=now, worker=worker, limit=limit, lease_until=lease_until
+                job,
+                result,
+                now=now,
+                worker=worker,
+                limit=limit,
+                lease_until=lease_until,
+                root_id=root_id,
             )
             return self.ending(self.all(sql, params))
         run = self.run(job.run_id, lock=True)
@@ -162,13 +219,20 @@ class ClaimQueries(JobQueries):
         if ended:
             self.end_run(run.id, result=result, now=now)
         claimed = self.claim_with_runs(
-            worker, limit, now=now, lease_until=lease_until, reclaim=False
+            worker, limit, now=now, lease_until=lease_until, reclaim=False, root_id=root_id
         )
         return True, ended, claimed
 
     @staticmethod
     def end_run_and_claim_statement(
-        job: JobRow, result: Any, *, now: float, worker: str, limit: int, lease_until: float
+        job: JobRow,
+        result: Any,
+        *,
+        now: float,
+        worker: str,
+        limit: int,
+        lease_until: float,
+        root_id: str | None = None,
     ) -> tuple[str, tuple[Any, ...]]:
         """`end_run_and_claim` on PostgreSQL: one statement and its parameters.
 
@@ -177,6 +241,7 @@ class ClaimQueries(JobQueries):
         with `ending`.
         """
         body = dumps(result)
+        tree, tree_params = _tree(root_id)
         sql = (
             # The run's row is locked first, as every change to a run does; the
             # job is finished only once the lock is held (`EXISTS (... held)`),
@@ -193,7 +258,7 @@ class ClaimQueries(JobQueries):
             "kept AS (INSERT INTO tm_payloads (run_id, key, body) "
             "SELECT id, 'result', ? FROM ended "
             "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body), "
-            f"c AS ({_claim_sql(' AND EXISTS (SELECT 1 FROM res)')}) "
+            f"c AS ({_claim_sql(' AND EXISTS (SELECT 1 FROM res)' + tree)}) "
             "SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM res), "
             f"(SELECT count(*) FROM ended), {_CLAIMED} "
             f"FROM (SELECT 1) one LEFT JOIN c ON true {_CLAIMED_JOINS} ORDER BY c.id"
@@ -202,7 +267,7 @@ class ClaimQueries(JobQueries):
             *(job.run_id, now, job.id, job.epoch),
             *(job.run_id, job.step_id, body, now),
             *(now, body),
-            *(worker, lease_until, now, now, limit),
+            *(worker, lease_until, now, now, *tree_params, limit),
         )
         return postgres_sql(sql), params
 

@@ -77,9 +77,25 @@ def _applied(tx: Tx) -> set[int]:
     return {int(row[0]) for row in tx.all("SELECT version FROM tm_migrations")}
 
 
+def _recorded(tx: Tx) -> set[int]:
+    """The versions `tm_migrations` records, reading only: none when it does not exist yet."""
+    if tx.dialect == "sqlite":
+        found = tx.one(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tm_migrations'"
+        )
+    else:
+        found = tx.one(
+            "SELECT 1 FROM information_schema.tables "
+            "WHERE table_schema = current_schema() AND table_name = 'tm_migrations'"
+        )
+    if found is None:
+        return set()
+    return {int(row[0]) for row in tx.all("SELECT version FROM tm_migrations")}
+
+
 async def pending(store: Store) -> list[Migration]:
-    """The migrations this store has not had yet."""
-    applied = await store.transact(_applied)
+    """The migrations this store has not had yet (asking writes nothing)."""
+    applied = await store.transact(_recorded)
     return [m for m in migrations(store.dialect) if m.version not in applied]
 
 

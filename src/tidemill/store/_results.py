@@ -58,7 +58,7 @@ class ResultQueries(Statements):
     def append_logs(
         self, run_id: str, job_id: int, chunks: Iterable[tuple[str, str]], now: float
     ) -> None:
-        """Store what a step printed, as (stream, text) chunks."""
+        """Store what a step printed, as (stream, text) chunks, one row each."""
         for stream, body in chunks:
             if body:
                 self.execute(
@@ -66,12 +66,15 @@ class ResultQueries(Statements):
                     (run_id, job_id, stream, body, now),
                 )
 
-    def logs(self, root_id: str) -> list[LogRow]:
-        """Everything the steps of a run (and its child runs) printed, in order."""
+    def logs(self, root_id: str, *, after: int = 0) -> list[LogRow]:
+        """Everything the steps of a run (and its child runs) printed, in order.
+
+        `after` is the `id` of the last chunk already read: only later ones come.
+        """
         rows = self.all(
-            "SELECT run_id, job_id, stream, body, at FROM tm_logs WHERE run_id IN "
-            "(SELECT id FROM tm_runs WHERE root_id = ?) ORDER BY id",
-            (root_id,),
+            "SELECT run_id, job_id, stream, body, at, id FROM tm_logs WHERE run_id IN "
+            "(SELECT id FROM tm_runs WHERE root_id = ?) AND id > ? ORDER BY id",
+            (root_id, after),
         )
         return [LogRow(*row) for row in rows]
 

@@ -170,3 +170,5 @@ class LogRow:
     stream: str
     body: str
     at: float
+    id: int = 0
+    """The chunk's place among a store's logs: later chunks have larger ids."""

@@ -8,9 +8,32 @@ from typing import Any
 from tidemill.store._rows import RunRow
 from tidemill.store._statements import Statements, dumps
 
-__all__ = ["RunQueries"]
+__all__ = ["SHOWN_STATUS", "RunQueries"]
 
 _RUN = RunRow.COLUMNS
+
+_TREE_JOBS = (
+    "SELECT 1 FROM tm_jobs j WHERE j.run_id IN (SELECT t.id FROM tm_runs t WHERE t.root_id = r.id)"
+)
+
+SHOWN_STATUS = (
+    "CASE WHEN r.parent_id IS NOT NULL OR r.status <> 'running' THEN r.status "
+    f"WHEN NOT EXISTS ({_TREE_JOBS} AND j.started_at IS NOT NULL) THEN 'queued' "
+    f"WHEN NOT EXISTS ({_TREE_JOBS} AND j.status IN ('queued', 'running')) "
+    "AND EXISTS (SELECT 1 FROM tm_approvals a WHERE a.root_id = r.id AND a.status = 'pending') "
+    "THEN 'waiting' ELSE 'running' END"
+)
+"""A run's status as shown (`RunInfo.status`), as SQL over `tm_runs r`.
+
+The store keeps a top-level run `running` from its start (or from its
+concurrency slot) to its end; what is shown is read from its tree's jobs:
+`queued` while no worker has claimed any of its steps yet, `waiting` while
+nothing is left but pending approvals, else `running`. Child runs, and runs
+in any other status, show the status stored.
+"""
+
+_STORED = {"queued": ("queued", "running"), "running": ("running",), "waiting": ("running",)}
+"""For a shown status, the stored ones it comes from."""
 
 
 class RunQueries(Statements):
@@ -55,6 +78,14 @@ class RunQueries(Statements):
             ),
         )
 
+    def run_ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
+        """The ids of top-level runs that start with `prefix` (hex digits and dashes), in order."""
+        rows = self.all(
+            "SELECT id FROM tm_runs WHERE parent_id IS NULL AND id LIKE ? ORDER BY id LIMIT ?",
+            (prefix + "%", limit),
+        )
+        return [str(row[0]) for row in rows]
+
     def run(self, run_id: str, *, lock: bool = False) -> RunRow | None:
         """A run by id; `lock` holds its row until the transaction ends."""
         suffix = self._lock if lock else ""
@@ -83,21 +114,34 @@ class RunQueries(Statements):
 
     def runs(
         self, *, status: str | None = None, flow: str | None = None, limit: int = 50
-    ) -> list[RunRow]:
-        """Top-level runs, newest first."""
-        where, params = ["parent_id IS NULL"], []
+    ) -> list[tuple[RunRow, str]]:
+        """Top-level runs, newest first, each with its status as shown (`SHOWN_STATUS`).
+
+        `status` filters on the status as shown, before the `limit`.
+        """
+        where: list[str] = ["r.parent_id IS NULL"]
+        params: list[Any] = []
         if status is not None:
-            where.append("status = ?")
-            params.append(status)
+            stored = _STORED.get(status, (status,))
+            where.append(f"r.status IN ({', '.join('?' for _ in stored)})")
+            params.extend(stored)
         if flow is not None:
-            where.append("flow_name = ?")
+            where.append("r.flow_name = ?")
             params.append(flow)
-        rows = self.all(
-            f"SELECT {_RUN} FROM tm_runs WHERE {' AND '.join(where)} "
-            "ORDER BY created_at DESC, id DESC LIMIT ?",
-            (*params, limit),
+        columns = ", ".join(f"r.{name.strip()}" for name in _RUN.split(","))
+        sql = (
+            f"SELECT {columns}, {SHOWN_STATUS} AS shown FROM tm_runs r WHERE {' AND '.join(where)}"
         )
-        return [RunRow.of(row) for row in rows]
+        if status in _STORED:  # shown statuses read from the jobs: filter on what is shown
+            sql = f"SELECT * FROM ({sql}) r WHERE r.shown = ?"
+            params.append(status)
+        rows = self.all(f"{sql} ORDER BY r.created_at DESC, r.id DESC LIMIT ?", (*params, limit))
+        return [(RunRow.of(tuple(row[:-1])), str(row[-1])) for row in rows]
+
+    def shown_status(self, run_id: str) -> str | None:
+        """A run's status as shown (`SHOWN_STATUS`); None when there is no such run."""
+        row = self.one(f"SELECT {SHOWN_STATUS} FROM tm_runs r WHERE r.id = ?", (run_id,))
+        return None if row is None else str(row[0])
 
     def children(self, parent_job: int) -> list[RunRow]:
         """The child runs of a container job, in their declared order."""

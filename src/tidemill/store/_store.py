@@ -19,9 +19,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
-from tidemill.errors import MissingDependencyError, StoreError
+from tidemill.errors import MissingDependencyError, StoreError, TidemillError
 from tidemill.store._tx import Tx
 from tidemill.store._url import StoreURL
 
@@ -44,6 +45,8 @@ class Store:
     """
 
     def __init__(self, url: StoreURL, *, max_connections: int = 4, reconnect_for: float = 60.0):
+        if url.dialect == "postgres":
+            _require_psycopg()
         self.url = url
         self.dialect = url.dialect
         self.reconnect_for = reconnect_for
@@ -160,12 +163,14 @@ class Store:
     def _transient(self, exc: Exception) -> str | None:
         """`"retry"`, `"reconnect"`, or None when `exc` is not the database's passing trouble."""
         if isinstance(exc, sqlite3.OperationalError):
-            text = str(exc)
-            return "retry" if "locked" in text or "busy" in text else None
-        if self.dialect != "postgres":
+            return "retry" if _busy(exc) else None
+        if self.dialect != "postgres" or isinstance(exc, TidemillError):
             return None
-        import psycopg
-        from psycopg import errors
+        try:
+            import psycopg
+            from psycopg import errors
+        except ImportError:  # then `exc` cannot be the driver's
+            return None
 
         if isinstance(exc, errors.DeadlockDetected | errors.SerializationFailure):
             return "retry"
@@ -185,20 +190,8 @@ class Store:
     def _connect(self) -> Any:
         if self.dialect == "sqlite":
             assert self.url.path is not None
-            self.url.path.parent.mkdir(parents=True, exist_ok=True)
-            lite = sqlite3.connect(
-                self.url.path, isolation_level=None, timeout=30.0, check_same_thread=False
-            )
-            lite.execute("PRAGMA journal_mode=WAL")
-            lite.execute("PRAGMA synchronous=NORMAL")
-            lite.execute("PRAGMA foreign_keys=ON")
-            return lite
-        try:
-            import psycopg
-        except ImportError as exc:
-            raise MissingDependencyError(
-                "psycopg", extra="postgres", feature="A PostgreSQL store"
-            ) from exc
+            return _open_sqlite(self.url.path)
+        psycopg = _require_psycopg()
         connection = psycopg.connect(self.url.dsn, autocommit=True, connect_timeout=10)
         schema = self.url.schema
         if schema != "public":
@@ -248,6 +241,71 @@ class Store:
     def channel(self) -> str:
         """The `NOTIFY` channel that wakes workers when jobs are queued."""
         return f"{_NOTIFY_CHANNEL}_{self.url.schema}"
+
+
+def _require_psycopg() -> Any:
+    """The `psycopg` module; `MissingDependencyError` when the `postgres` extra is missing."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "psycopg", extra="postgres", feature="A PostgreSQL store"
+        ) from exc
+    return psycopg
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused for now only: another connection holds the file."""
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+def _open_sqlite(path: Path) -> sqlite3.Connection:
+    """A connection to the SQLite file at `path`, created (with its directory) when missing.
+
+    Raises:
+        StoreError: `path` is a directory, is not a SQLite database (it is
+            left as it is), or cannot be created or opened.
+    """
+    if path.is_dir():
+        raise StoreError(
+            f"The SQLite store {path} is a directory, not a database file.",
+            hint=f"Name a file, e.g. sqlite:///{path / 'tidemill.db'}.",
+            context={"path": str(path)},
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"Cannot create the directory {path.parent} of the SQLite store {path}: "
+            f"{exc.strerror or exc}.",
+            hint="Choose a path whose parent directories exist or can be created.",
+            context={"path": str(path)},
+        ) from exc
+    lite = None
+    try:
+        lite = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
+        lite.execute("PRAGMA journal_mode=WAL")
+        lite.execute("PRAGMA synchronous=NORMAL")
+        lite.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.DatabaseError as exc:
+        if lite is not None:
+            lite.close()
+        if _busy(exc):
+            raise  # the caller retries
+        if "not a database" in str(exc):
+            raise StoreError(
+                f"{path} is not a SQLite database; it was left as it is.",
+                hint="Name a Tidemill store (a SQLite file), or a path where no file is yet.",
+                context={"path": str(path)},
+            ) from exc
+        raise StoreError(
+            f"Cannot open the SQLite store {path}: {exc}.",
+            hint="Check that the file and its directory may be read and written "
+            "(a read-only or special file system, such as /proc, cannot hold a store).",
+            context={"path": str(path)},
+        ) from exc
+    return lite
 
 
 def _run_sqlite(connection: sqlite3.Connection, fn: Callable[[Tx], T]) -> T:

@@ -342,7 +342,8 @@ async def test_a_turn_journaled_before_a_crash_is_not_asked_again() -> None:
     records = await checkpointer.read("t")
     await checkpointer.append("t", [ModelTurn(response=turn)], after=records[-1].seq)
 
-    model = ScriptedModel(["It is 5."], strict=True)
+    # The whole script: the resumed thread is at its second turn (one assistant turn journaled).
+    model = ScriptedModel(["", "It is 5."], tool_calls=[[call], []], strict=True)
     response = await GraphRuntime(model=model, tools=[add], checkpointer=checkpointer).aresume("t")
     assert response.output == "It is 5."
     assert len(model.requests) == 1  # only the turn after the tool result

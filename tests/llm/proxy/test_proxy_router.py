@@ -62,8 +62,8 @@ class TestRouter:
         [
             ("gpt4o-mini", "Did you mean 'openai:gpt-4o-mini'?"),
             ("fats", "Did you mean 'fast'?"),
-            ("antropic:claude", "Did you mean 'anthropic'"),
-            ("fake", "offline model 'fake' is served only through an alias"),
+            ("antropic:claude", "Did you mean 'anthropic:claude'"),
+            ("fake", "offline model 'fake' is served only under a name the proxy's operator"),
             ("openai:", "names no model"),
             ("openai", "names a provider but no model"),
         ],

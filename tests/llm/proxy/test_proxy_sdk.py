@@ -331,7 +331,7 @@ class TestErrors:
     def test_an_unknown_provider_is_a_404_with_did_you_mean(self, proxy: str) -> None:
         with pytest.raises(openai.NotFoundError) as caught:
             sdk(proxy).chat.completions.create(model="antropic:claude-sonnet-4-5", messages=HELLO)
-        assert "'anthropic'" in caught.value.message
+        assert "Did you mean 'anthropic:claude-sonnet-4-5'" in caught.value.message
 
     def test_an_upstream_rate_limit_is_a_429_with_retry_after(
         self, proxy: str, server: ReplayServer

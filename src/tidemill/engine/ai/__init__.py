@@ -4,7 +4,8 @@ An `ai_agent` step is an agent of `tidemill.agents` whose journal lives in the
 run's store (`tidemill.engine._journal`); the modules here give it its tools,
 its pauses and its usage records. `ai_action` is the single model call.
 
-- `_action`: the `ai_action` step, and the prompts, settings and errors both share.
+- `_action`: the `ai_action` step, and the prompts, settings and errors both share;
+  `_hints`: those errors' hints in a flow's words (`api_key: env:NAME`, not `api_key=`).
 - `_agent`: an `ai_agent` step set up (tools, model, runtime); `_agent_step`:
   one execution of it, continuing its thread from the journal.
 - Tools: `_tools` and `_schema` (scripts and functions), `_child_tools` and

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tidemill.agents._output import OutputSpec
 from tidemill.engine._models import ModelChoice
 from tidemill.engine._outcome import Outcome
+from tidemill.engine.ai._hints import flow_hint
 from tidemill.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -169,6 +170,9 @@ def _describe(error: BaseException) -> str:
 def step_error(error: BaseException, **extra: Any) -> dict[str, Any]:
     """An AI step's error as recorded: its type, message, hint, and `extra` facts.
 
+    The hint is said in the flow's words (`flow_hint`): what to set on the
+    worker or in the step's model settings, not what to pass in Python.
+
     Examples:
         >>> step_error(ValueError("bad"), limit="max_requests")
         {'type': 'ValueError', 'message': 'bad', 'limit': 'max_requests'}
@@ -176,7 +180,7 @@ def step_error(error: BaseException, **extra: Any) -> dict[str, Any]:
     message = error.message if isinstance(error, TidemillError) else str(error)
     described: dict[str, Any] = {"type": type(error).__name__, "message": message}
     if isinstance(error, TidemillError) and error.hint:
-        described["hint"] = error.hint
+        described["hint"] = flow_hint(error)
     described.update(extra)
     return described
 

@@ -36,6 +36,8 @@ class Take:
     worker: str
     lease_until: float
     limit: int = 1
+    root_id: str | None = None
+    """Take only jobs of this run's tree (a worker started for one run); None: any."""
 
 
 @dataclass
@@ -87,8 +89,10 @@ class Progress:
         self._start_steps(run, self._scope(run).ready(states))
 
     def _start_steps(self, run: RunRow, steps: list[Step]) -> None:
+        take = self.take
+        if take is not None and take.root_id not in (None, run.root_id):
+            take = None  # another run's steps (a gate let it through): for any worker
         for step in steps:
-            take = self.take
             if take is not None and len(self.taken) < take.limit:
                 job = self.tx.insert_job(
                     run.id, step.id, 1, now=self.now, status="running",

@@ -13,7 +13,8 @@ UTF-8 JSON. The pool sends ``{"sys_path", "capture"}`` first; the child
 answers ``{"ready": pid}``. Then each call is one frame each way: the pool
 sends ``{"code" | "function", "args", "env", "cwd"}``, the child answers
 ``{"ok", "result" | "error", "stdout", "stderr"}``, the last two being how
-many bytes the call wrote to each capture file.
+many bytes the call wrote to each capture file. The pool empties the capture
+files before it sends a call, and may read them while the call runs.
 
 A thread reads the pipe; when it closes (the pool closed it, or the pool's
 process died) the child exits at once, even in the middle of a call, so no
@@ -136,8 +137,9 @@ class _Runner:
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         os.ftruncate(self.marker, 0)  # tells the pool this call was taken
+        # The pool emptied the capture files before it sent the call (and reads them as
+        # they grow); emptying them here could drop what it has not read yet.
         for fd, target in ((self.out_fd, 1), (self.err_fd, 2)):
-            os.ftruncate(fd, 0)
             os.dup2(fd, target)
         environ = _environ_data().copy()
         reply: dict[str, Any]

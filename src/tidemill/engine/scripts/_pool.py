@@ -20,107 +20,22 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypedDict
+from typing import Any
 
+from tidemill.engine.scripts._call import ScriptCall, ScriptError, ScriptOutcome
+from tidemill.engine.scripts._output import STREAMS, OutputTail, truncation_note
 from tidemill.errors import ConfigurationError, EngineError, SerializationError
 
-__all__ = ["ScriptCall", "ScriptError", "ScriptOutcome", "ScriptPool"]
+__all__ = ["ScriptCall", "ScriptError", "ScriptOutcome", "ScriptPool"]  # the first three: `_call`
 
 _CHILD = Path(__file__).with_name("_child.py")
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 1 << 30
 _READ_LIMIT = 1 << 20
 _ATTEMPTS = 3  # children that die idle before taking a call, in a row, before giving up
-
-
-class ScriptError(TypedDict):
-    """Why a script call failed.
-
-    Besides the name of the exception the script raised, `type` is one of
-    ``Timeout`` (killed after its timeout), ``ProcessExited`` (the process
-    died, or the script called ``sys.exit``), ``SyntaxError``, ``NoMain``
-    (the code defines no ``main``), ``ImportError`` (a bad function
-    reference), ``ResultNotSerializable`` (the result is not JSON) and
-    ``ProtocolError`` (the child broke the pipe protocol).
-    """
-
-    type: str
-    message: str
-    traceback: str
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptCall:
-    r"""One script to run: inline `code` defining ``main``, or an importable `function`.
-
-    Examples:
-        >>> ScriptCall(code="def main(x):\n    return x * 2\n", args={"x": 21}).timeout is None
-        True
-        >>> ScriptCall(function="json:dumps", args={"obj": [1]}).function
-        'json:dumps'
-        >>> ScriptCall(code="def main(): pass", function="json:dumps")
-        Traceback (most recent call last):
-        ...
-        tidemill.errors.ConfigurationError: A script call needs exactly one of code and function.
-    """
-
-    code: str | None = None
-    """Python source defining ``main`` (plain or ``async``), called as ``main(**args)``."""
-    function: str | None = None
-    """``package.module:function`` (the function may be ``Class.method``), imported in the child."""
-    args: Mapping[str, Any] = field(default_factory=dict)
-    """Keyword arguments, JSON values."""
-    env: Mapping[str, str] = field(default_factory=dict)
-    """Variables set in ``os.environ`` for this call only."""
-    timeout: float | None = None
-    """Seconds the call may run before its process is killed; None waits forever."""
-    cwd: str | os.PathLike[str] | None = None
-    """The working directory for this call; None keeps the pool's."""
-
-    def __post_init__(self) -> None:
-        if (self.code is None) == (self.function is None):
-            raise ConfigurationError("A script call needs exactly one of code and function.")
-        if self.function is not None:
-            module, colon, name = self.function.partition(":")
-            if not (module and colon and name):
-                raise ConfigurationError(
-                    f"Bad function reference {self.function!r}.",
-                    hint="Write it as 'package.module:function'.",
-                )
-        if self.timeout is not None and not self.timeout > 0:
-            raise ConfigurationError(f"A script timeout must be positive, not {self.timeout!r}.")
-        for name, value in self.env.items():
-            if not (isinstance(name, str) and isinstance(value, str)):
-                raise ConfigurationError(f"Script environment variables are strings: {name!r}.")
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptOutcome:
-    """What one script call did.
-
-    Examples:
-        >>> ScriptOutcome(ok=True, result=42).error is None
-        True
-    """
-
-    ok: bool
-    """Whether the script returned a JSON value."""
-    result: Any = None
-    """The value it returned (None when it failed)."""
-    error: ScriptError | None = None
-    """Why it failed (None when it did not)."""
-    stdout: str = ""
-    """What it wrote to standard output, from Python or below (subprocesses, C code)."""
-    stderr: str = ""
-    """What it wrote to standard error."""
-    duration: float = 0.0
-    """Seconds from handing the call to its process to the answer (or the kill)."""
-    pid: int | None = None
-    """The process that ran it."""
 
 
 class _ChildGone(Exception):
@@ -158,6 +73,12 @@ class _Child:
 
     def mark_pending(self) -> None:
         os.pwrite(self.marker, b"1", 0)
+
+    def clear_output(self) -> None:
+        """Empty the capture files for the next call (the child is idle: nothing writes them)."""
+        for name in STREAMS:
+            with contextlib.suppress(OSError):
+                os.truncate(os.path.join(self.directory, name), 0)
 
     @property
     def pending(self) -> bool:
@@ -212,8 +133,36 @@ class _Child:
             return ""
         text = data[:limit].decode(errors="replace")
         if len(data) > limit:
-            text += f"\n[tidemill: output truncated after {limit} bytes]"
+            text += truncation_note(limit)
         return text
+
+
+class _Follow:
+    """Hands a call's output to `on_output` while it runs (a task polling an `OutputTail`)."""
+
+    def __init__(
+        self, pool: ScriptPool, child: _Child, on_output: Callable[[str, str], None] | None
+    ) -> None:
+        self.tail = None
+        self.task: asyncio.Task[None] | None = None
+        if on_output is not None:
+            self.tail = OutputTail(child.directory, pool.max_output, on_output)
+            self.task = asyncio.get_running_loop().create_task(self._poll(pool.output_poll))
+            pool._tasks.add(self.task)
+            self.task.add_done_callback(pool._tasks.discard)
+
+    async def _poll(self, every: float) -> None:
+        assert self.tail is not None
+        while True:
+            await asyncio.sleep(every)
+            self.tail.poll()
+
+    def end(self) -> None:
+        """Stop polling and hand on the rest (once)."""
+        if self.task is not None:
+            self.task.cancel()
+        if self.tail is not None:
+            self.tail.finish()
 
 
 def _frame(message: Mapping[str, Any]) -> bytes:
@@ -251,6 +200,8 @@ class ScriptPool:
         max_calls_per_child: Replace a child after this many calls (None: never).
         python: The interpreter to start (default: this one).
         max_output: Bytes of stdout (and of stderr) kept per call; the rest is cut.
+        output_poll: Seconds between looks at a running call's output, for a
+            caller of `run` that takes it as it is written (`on_output`).
         start_timeout: Seconds a child may take to start before the pool gives up.
         close_timeout: Seconds `close` waits for children to exit before killing them.
 
@@ -272,6 +223,7 @@ class ScriptPool:
         max_calls_per_child: int | None = None,
         python: str | None = None,
         max_output: int = 16 * 1024 * 1024,
+        output_poll: float = 0.1,
         start_timeout: float = 60.0,
         close_timeout: float = 5.0,
     ) -> None:
@@ -283,6 +235,7 @@ class ScriptPool:
         self.max_calls_per_child = max_calls_per_child
         self.python = python or sys.executable
         self.max_output = max_output
+        self.output_poll = output_poll
         self.start_timeout = start_timeout
         self.close_timeout = close_timeout
         self._children: set[_Child] = set()
@@ -332,12 +285,19 @@ class ScriptPool:
         for child in children:
             self._release(child)
 
-    async def run(self, call: ScriptCall) -> ScriptOutcome:
+    async def run(
+        self, call: ScriptCall, *, on_output: Callable[[str, str], None] | None = None
+    ) -> ScriptOutcome:
         """Run `call` in a free child (waiting for one) and return what it did.
 
         A failure of the script, whatever it is, comes back as an outcome with
         `ok` False. If the awaiting task is cancelled, the child running the
         call is killed (and replaced) before the cancellation propagates.
+
+        `on_output` is called with `("stdout" | "stderr", text)` as the call
+        writes (every `output_poll` seconds), and with the rest when it ends,
+        is killed at its timeout, or is cancelled; joined, the pieces are the
+        outcome's `stdout` and `stderr`.
 
         Raises:
             SerializationError: `call.args` is not JSON.
@@ -356,7 +316,9 @@ class ScriptPool:
             raise SerializationError(f"A script's arguments must be JSON: {error}") from error
         await self.start()
         for attempt in range(1, _ATTEMPTS + 1):
-            outcome = await self._call(frame, call.timeout, may_retry=attempt < _ATTEMPTS)
+            outcome = await self._call(
+                frame, call.timeout, may_retry=attempt < _ATTEMPTS, on_output=on_output
+            )
             if outcome is not None:
                 return outcome
         raise AssertionError("the last attempt returns an outcome")  # pragma: no cover
@@ -378,12 +340,19 @@ class ScriptPool:
         )
 
     async def _call(
-        self, frame: bytes, limit: float | None, *, may_retry: bool
+        self,
+        frame: bytes,
+        limit: float | None,
+        *,
+        may_retry: bool,
+        on_output: Callable[[str, str], None] | None,
     ) -> ScriptOutcome | None:
         """One attempt at a call; None when its child died before taking it."""
         child = await self._acquire()
         child.calls += 1
+        child.clear_output()
         child.mark_pending()
+        follow = _Follow(self, child, on_output)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(limit):
@@ -393,15 +362,19 @@ class ScriptPool:
             kind, text = "Timeout", f"The script ran longer than {limit} s and was killed."
         except _ChildGone:
             if may_retry and child.pending and not self._closed:
+                follow.end()
                 self._discard(child, kill=True)  # it died idle: the call never ran
                 return None
             kind, text = "ProcessExited", ""
         except _ProtocolError as error:
             kind, text = "ProtocolError", f"The script process sent {error}; it was killed."
         except BaseException:
+            child.kill()
+            follow.end()  # what it printed before it was stopped
             await asyncio.shield(self._discard(child, kill=True))
             raise
         else:
+            follow.end()
             stdout = child.read("stdout", reply.get("stdout"), self.max_output)
             stderr = child.read("stderr", reply.get("stderr"), self.max_output)
             self._release(child)
@@ -415,6 +388,9 @@ class ScriptPool:
                 pid=child.pid,
             )
         duration = time.perf_counter() - started
+        if kind != "ProcessExited":
+            child.kill()
+        follow.end()
         stdout, stderr = await asyncio.shield(self._discard(child, kill=kind != "ProcessExited"))
         if kind == "ProcessExited":
             if self._closed:

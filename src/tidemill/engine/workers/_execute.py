@@ -46,7 +46,7 @@ async def execute(
     if kind == "identity":
         return Outcome("succeeded", inputs if step.inputs else context.get("previous_result"))
     if kind == "script":
-        return await _script(step, inputs, info, pool)
+        return await _script(step, inputs, info, pool, env.on_output)
     if kind == "ai_action":
         from tidemill.engine.ai._action import run_ai_action
 
@@ -110,8 +110,17 @@ def _plan(step: Step, inputs: dict[str, Any], context: dict[str, Any]) -> SpawnP
 
 
 async def _script(
-    step: Step, inputs: dict[str, Any], info: StepInfo, pool: Callable[[], ScriptPool]
+    step: Step,
+    inputs: dict[str, Any],
+    info: StepInfo,
+    pool: Callable[[], ScriptPool],
+    on_output: Callable[[str, str], None] | None,
 ) -> Outcome:
+    """Run a script step in the pool (or in the worker, `in_process`).
+
+    With `on_output`, what it prints goes there as it is written, and the
+    outcome carries no logs; else the outcome carries them.
+    """
     settings = step.script
     assert settings is not None
     if settings.in_process and settings.function:
@@ -128,11 +137,11 @@ async def _script(
         },
         timeout=step.timeout,
     )
-    outcome = await pool().run(call)
+    outcome = await pool().run(call, on_output=on_output)
     logs = tuple(
         (name, text)
         for name, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr))
-        if text
+        if text and on_output is None
     )
     if outcome.ok:
         return Outcome("succeeded", outcome.result, logs=logs)

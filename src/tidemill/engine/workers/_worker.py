@@ -21,7 +21,6 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +39,13 @@ from tidemill.engine._outcome import Outcome, SpawnPlan
 from tidemill.engine._step_env import ApprovalPlan, StepEnv
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._pause import AgentPause
-from tidemill.engine.runs._context import context_for, load_definition
 from tidemill.engine.runs._progress import Take
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.scripts._pool import ScriptPool
 from tidemill.engine.workers._execute import execute, stop_requested
+from tidemill.engine.workers._logs import LiveLogs
+from tidemill.engine.workers._prepare import Prepared, Preparer, known_results
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
 from tidemill.flows import Step
 from tidemill.llm import Model
@@ -58,14 +58,6 @@ if TYPE_CHECKING:
 __all__ = ["Worker"]
 
 log = logging.getLogger("tidemill.worker")
-
-
-@dataclass(slots=True)
-class _Prepared:
-    job: JobRow
-    run: RunRow
-    step: Step
-    context: dict[str, Any]
 
 
 class Worker:
@@ -101,6 +93,13 @@ class Worker:
         metrics: Where AI steps count their model calls, tokens, tool calls
             and bound crossings (see `tidemill.engine.Metrics`); None (the
             default) records nothing.
+        run_id: Execute only this top-level run and the runs it spawns (its
+            branches, loops, sub-flows and the child runs of its agents' tool
+            calls): the claims take no other job. None (the default) takes
+            every job of the store. `tidemill run` starts its worker so.
+        log_flush: Seconds between writes of what running script steps print
+            (one transaction for all of them); what a step prints is in the
+            store within about this long, and the rest when it ends.
 
     Examples:
         >>> import asyncio
@@ -136,8 +135,11 @@ class Worker:
         max_claims: int = 10,
         metrics: Metrics | None = None,
         http_client: httpx.AsyncClient | None = None,
+        run_id: str | None = None,
+        log_flush: float = 1.0,
     ) -> None:
         self.store = store
+        self.run_id = run_id
         self.concurrency = max(1, concurrency)
         self.defs = defs or Definitions()
         self.lease = lease
@@ -154,11 +156,12 @@ class Worker:
         self.metrics = metrics
         self._pool: ScriptPool | None = None
         self._journals = Journals()
+        self._logs = LiveLogs(store, interval=log_flush)
         self._held: dict[int, int] = {}
-        self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, _Prepared]]]] = {}
+        self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, Prepared]]]] = {}
         self._slots: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
-        self._runs: dict[str, tuple[RunRow, dict[str, Any]]] = {}
+        self._preparer = Preparer(self.defs)
         self.reclaim_every = min(1.0, lease / 4)
         self._last_reclaim = 0.0
         self.processed = 0
@@ -200,6 +203,7 @@ class Worker:
         """Work until `stop` is set (or forever); then finish the jobs in hand."""
         stop = stop or asyncio.Event()
         helpers = [asyncio.create_task(self._renew_forever())]
+        writing = asyncio.create_task(self._logs.run())  # until the slots are done
         channel = self.store.listen_dsn()
         if channel is not None:
             helpers.append(asyncio.create_task(self._listen_forever()))
@@ -226,7 +230,10 @@ class Worker:
                 if self._slots:
                     await asyncio.gather(*self._slots, return_exceptions=True)
             finally:
+                writing.cancel()
+                await asyncio.gather(writing, return_exceptions=True)
                 try:
+                    await self._logs.flush()
                     if self._pool is not None:
                         await self._pool.close()
                         self._pool = None
@@ -245,7 +252,7 @@ class Worker:
         for future in waits:
             future.cancel()
 
-    async def _claim(self, limit: int) -> list[_Prepared]:
+    async def _claim(self, limit: int) -> list[Prepared]:
         """Claim jobs and read what they need, in one transaction.
 
         Expired leases are looked for once every `reclaim_every` seconds
@@ -256,8 +263,15 @@ class Worker:
         if reclaim:
             self._last_reclaim = now
 
-        def claim(tx: Tx) -> list[_Prepared]:
-            jobs = tx.claim(self.id, limit, now=now, lease_until=now + self.lease, reclaim=reclaim)
+        def claim(tx: Tx) -> list[Prepared]:
+            jobs = tx.claim(
+                self.id,
+                limit,
+                now=now,
+                lease_until=now + self.lease,
+                reclaim=reclaim,
+                root_id=self.run_id,
+            )
             return [self._prepare(tx, job=job) for job in jobs]
 
         try:
@@ -275,20 +289,20 @@ class Worker:
         except StoreError as exc:
             log.warning("approval sweep failed: %s", exc)
 
-    def _start(self, prepared: _Prepared) -> None:
+    def _start(self, prepared: Prepared) -> None:
         task = asyncio.create_task(self._slot(prepared))
         self._slots.add(task)
         task.add_done_callback(self._slots.discard)
 
-    async def _slot(self, first: _Prepared) -> None:
+    async def _slot(self, first: Prepared) -> None:
         """Run a job, then any job its completion handed straight to this worker."""
-        prepared: _Prepared | None = first
+        prepared: Prepared | None = first
         job: JobRow | None = first.job
         while job is not None:
             self._held[job.id] = job.epoch
             if self.on_event is not None:
                 self.on_event("claimed", job)
-            work: asyncio.Task[list[tuple[JobRow, _Prepared]]] | None = None
+            work: asyncio.Task[list[tuple[JobRow, Prepared]]] | None = None
             try:
                 if prepared is None:
                     prepared = await self.store.transact(partial(self._prepare, job=job))
@@ -327,54 +341,23 @@ class Worker:
         job: JobRow,
         known: dict[str, Any] | None = None,
         run: tuple[RunRow, Any] | None = None,
-    ) -> _Prepared:
-        """Read what executing `job` needs: its run, step and the values its expressions see.
+    ) -> Prepared:
+        """Read what executing `job` needs (see `Preparer`)."""
+        return self._preparer(tx, job=job, known=known, run=run)
 
-        `run` is the job's run and its context when the claim brought them.
-        """
-        cached = self._runs.get(job.run_id)
-        if cached is None and run is not None:
-            cached = (run[0], run[1] or {})
-        if cached is None:
-            found = tx.run_and_payload(job.run_id, "context")
-            assert found is not None
-            cached = (found[0], found[1] or {})
-        if job.run_id not in self._runs:
-            if len(self._runs) >= 1024:
-                self._runs.pop(next(iter(self._runs)))
-            self._runs[job.run_id] = cached
-        row, payload = cached
-        load_definition(tx, self.defs, row.digest)
-        step = self.defs.scope(row.digest, row.scope).by_id[job.step_id]
-        context = context_for(tx, self.defs, row, step, payload, known)
-        return _Prepared(job, row, step, context)
-
-    async def _execute(self, prepared: _Prepared) -> list[tuple[JobRow, _Prepared]]:
+    async def _execute(self, prepared: Prepared) -> list[tuple[JobRow, Prepared]]:
         job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
         env = StepEnv(
             job, run, self._script_pool, self.models, self.store,
-            journals=self._journals, metrics=self.metrics,
+            journals=self._journals, metrics=self.metrics, on_output=self._logs.open(job),
         )  # fmt: skip
-        action: Outcome | SpawnPlan | ApprovalPlan | ChildWait
-        if job.epoch > self.max_claims and await self._claims(job, step) > self.max_claims:
-            # Every worker that took this job died with it: stop handing it out.
-            action = Outcome(
-                "failed",
-                error={
-                    "type": "WorkerLost",
-                    "message": f"the step was claimed {job.epoch} times and each worker "
-                    "stopped before recording it (a crash or kill in the step?)",
-                },
-                retryable=False,
-            )
-        else:
-            action = await execute(step, context, env)
+        action = await self._run_step(job, step, context, env)
         lease_until = time.time() + self.lease
         if isinstance(action, Outcome) and self._ends_run_alone(run, step, action):
             return await self._end_run(job, action.result, lease_until)
-        take = Take(self.id, lease_until, 1)
+        take = Take(self.id, lease_until, 1, self.run_id)
 
-        def record(tx: Tx) -> tuple[list[tuple[JobRow, _Prepared]], bool, bool]:
+        def record(tx: Tx) -> tuple[list[tuple[JobRow, Prepared]], bool, bool]:
             change = Transition(tx, self.defs, time.time(), take)
             if isinstance(action, Outcome):
                 if action.status == "succeeded" and step.stop_after_if is not None:
@@ -403,23 +386,65 @@ class Worker:
                 )
                 taken = []
             prepared = [
-                (t, self._prepare(tx, job=t, known=_known(change.recorded, t.run_id)))
+                (t, self._prepare(tx, job=t, known=known_results(change.recorded, t.run_id)))
                 for t in taken
             ]
             if not taken and not self._stopping:
                 # This slot frees up: take the next queued job in the same transaction.
                 for job_, run_, ctx in tx.claim_with_runs(
-                    self.id, 1, now=change.now, lease_until=lease_until, reclaim=False
+                    self.id,
+                    1,
+                    now=change.now,
+                    lease_until=lease_until,
+                    reclaim=False,
+                    root_id=self.run_id,
                 ):
                     prepared.append((job_, self._prepare(tx, job=job_, run=(run_, ctx))))
             return prepared, bool(change.ended), change.queued
 
-        taken, ended, queued = await self.store.transact(record)
+        try:
+            taken, ended, queued = await self.store.transact(record)
+        except LeaseLost:
+            if isinstance(action, Outcome) and action.logs:
+                await self._logs.keep(job, list(action.logs))  # what this attempt printed
+            raise
         if queued:
             self.wake()  # this worker may have free slots for them
         if ended and self.on_run_ended is not None:
             self.on_run_ended()  # after the commit, so a waiter reads the end
         return taken
+
+    async def _run_step(
+        self, job: JobRow, step: Step, context: dict[str, Any], env: StepEnv
+    ) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait:
+        """Execute the step; what it printed and is not stored yet joins its outcome.
+
+        A step stopped on the way (its run cancelled, its lease lost, the
+        worker abandoning it) has its output stored before it stops.
+        """
+        if job.epoch > self.max_claims and await self._claims(job, step) > self.max_claims:
+            # Every worker that took this job died with it: stop handing it out.
+            await self._logs.close(job)
+            return Outcome(
+                "failed",
+                error={
+                    "type": "WorkerLost",
+                    "message": f"the step was claimed {job.epoch} times and each worker "
+                    "stopped before recording it (a crash or kill in the step?)",
+                },
+                retryable=False,
+            )
+        try:
+            action = await execute(step, context, env)
+        except BaseException:
+            await asyncio.shield(self._logs.keep(job))
+            raise
+        rest = await self._logs.close(job)
+        if rest and isinstance(action, Outcome):
+            action.logs = (*rest, *action.logs)
+        elif rest:
+            await self._logs.keep(job, rest)
+        return action
 
     def _ends_run_alone(self, run: RunRow, step: Step, outcome: Outcome) -> bool:
         """True when recording `outcome` only ends the run: a job queue's common case.
@@ -441,7 +466,7 @@ class Worker:
 
     async def _end_run(
         self, job: JobRow, result: Any, lease_until: float
-    ) -> list[tuple[JobRow, _Prepared]]:
+    ) -> list[tuple[JobRow, Prepared]]:
         """Record the job, end its run and claim the next job, in one statement.
 
         On PostgreSQL that statement is its own transaction, run on the event
@@ -449,17 +474,16 @@ class Worker:
         job. What the next job needs comes from caches when it can.
         """
         now = time.time()
-        limit = 0 if self._stopping else 1
+        options: dict[str, Any] = {
+            "now": now, "worker": self.id, "limit": 0 if self._stopping else 1,
+            "lease_until": lease_until, "root_id": self.run_id,
+        }  # fmt: skip
         if self.store.dialect == "postgres":
-            sql, params = Tx.end_run_and_claim_statement(
-                job, result, now=now, worker=self.id, limit=limit, lease_until=lease_until
-            )
+            sql, params = Tx.end_run_and_claim_statement(job, result, **options)
             ending = Tx.ending(await self.store.write_one(sql, params))
         else:
             ending = await self.store.transact(
-                lambda tx: tx.end_run_and_claim(
-                    job, result, now=now, worker=self.id, limit=limit, lease_until=lease_until
-                )
+                lambda tx: tx.end_run_and_claim(job, result, **options)
             )
         if ending is None:
             raise RunNotFound(f"Run {job.run_id} is gone.")
@@ -556,7 +580,3 @@ class Worker:
 
 def _renew(tx: Tx, *, worker: str, held: dict[int, int], until: float) -> set[int]:
     return tx.renew(worker, held, until)
-
-
-def _known(recorded: dict[tuple[str, str], Any], run_id: str) -> dict[str, Any]:
-    return {step: value for (run, step), value in recorded.items() if run == run_id}

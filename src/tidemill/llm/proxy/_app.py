@@ -316,7 +316,7 @@ class _Models:
         return JSONResponse(self._card(model_id))
 
     def _card(self, name: str) -> ModelCard:
-        target = self.router.aliases.get(name, name)
+        target = self.router.aliases.target(name) or name
         if isinstance(target, str):
             try:
                 owner = parse_model_spec(target).provider

@@ -1,8 +1,11 @@
 """`ModelRouter`: the `model` string of a request, turned into a `Model` once and reused.
 
-A name is looked up in the alias map first (an alias names a spec string or
-a ready `Model`), then read as a spec string (`anthropic:claude-sonnet-4-5`,
-`gpt-4o-mini`) by `resolve_model`. Models built here share one `httpx`
+A name is looked up in the alias map first (`ModelAliases`: an alias names a
+spec string or a ready `Model`, and `*` stands for every name without one),
+then read as a spec string (`anthropic:claude-sonnet-4-5`, `gpt-4o-mini`) by
+`resolve_model`. The offline model (`fake`) is served only under a name the
+operator chose, an alias or a listed model: a client cannot ask for it on its
+own. Models built here share one `httpx`
 client with a large connection pool (over `StreamingTransport`, which costs
 a tenth of `httpx`'s own transport per streamed chunk, unless the
 environment configures an HTTP proxy; `relay` then gives the fast path for
@@ -10,7 +13,7 @@ OpenAI-format models), take their credentials from the
 environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, ...) or from
 per-provider options, and are closed by `aclose`; `Model` objects passed in
 stay the caller's. A name that cannot be served is an `UnknownModel` (404)
-with the closest names the proxy knows.
+with the closest names the proxy can serve, never the name asked for itself.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import httpx
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError
 from tidemill.llm._adapter import HttpModel
+from tidemill.llm._aliases import ModelAliases
 from tidemill.llm._model import Model
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._spec import parse_model_spec, resolve_model
@@ -44,7 +48,8 @@ class ModelRouter:
     """Turns the `model` of a request into a `Model`, built once and reused.
 
     Args:
-        aliases: Names clients may use, each mapped to a spec string or a `Model`.
+        aliases: Names clients may use, each mapped to a spec string or a
+            `Model`; `*` serves every name that has no alias of its own.
         models: Names to list at `/v1/models` (aliases are listed too).
         provider_options: Options for the models of each provider, passed to
             `resolve_model` (e.g. `{"anthropic": {"base_url": ...}}`).
@@ -61,6 +66,8 @@ class ModelRouter:
         ['echo', 'fast']
         >>> router.resolve("echo").provider
         'scripted'
+        >>> ModelRouter(aliases={"test": "fake"}).resolve("test").provider  # echoes, offline
+        'scripted'
         >>> router.resolve("fats")
         Traceback (most recent call last):
         ...
@@ -70,14 +77,14 @@ class ModelRouter:
     def __init__(
         self,
         *,
-        aliases: Mapping[str, str | Model] | None = None,
+        aliases: Mapping[str, str | Model] | ModelAliases | None = None,
         models: Sequence[str] = (),
         provider_options: Mapping[str, Mapping[str, Any]] | None = None,
         allow_unlisted: bool = True,
         retry: RetryPolicy | None = None,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        self.aliases: dict[str, str | Model] = dict(aliases or {})
+        self.aliases = aliases if isinstance(aliases, ModelAliases) else ModelAliases(aliases or {})
         self.models = list(models)
         self.provider_options = {
             name: dict(opts) for name, opts in (provider_options or {}).items()
@@ -88,13 +95,14 @@ class ModelRouter:
         self._owns_client = http_client is None
         self._transport: StreamingTransport | None = None
         self._built: dict[str, Model] = {}
+        self._offline: dict[str, Model] = {}
         self._relays: dict[int, ChatRelay] = {}
         self._secrets: tuple[str, ...] = ()
 
     def listed(self) -> list[str]:
         """The names shown at `/v1/models`: the listed models, then the aliases."""
         names = list(dict.fromkeys(self.models))
-        names += sorted(name for name in self.aliases if name not in names)
+        names += [name for name in self.aliases.names() if name not in names]
         return names
 
     def secrets(self) -> tuple[str, ...]:
@@ -109,22 +117,38 @@ class ModelRouter:
                 the proxy can serve (with the closest names).
             ProxyError: When the proxy lacks the credentials for the provider (401).
         """
-        target = self.aliases.get(name, name)
-        if isinstance(target, Model):
-            return target
+        aliased = self.aliases.target(name)
+        if isinstance(aliased, Model):
+            return aliased
+        target = name if aliased is None else aliased
         model = self._built.get(target)
         if model is not None:
             return model
-        if not self.allow_unlisted and name not in self.aliases and name not in self.models:
+        named = aliased is not None or name in self.models
+        if named and target in self._offline:
+            return self._offline[target]
+        if not self.allow_unlisted and not named:
             raise self.unknown(name, f"The model {name!r} is not served by this proxy.")
         try:
             spec = parse_model_spec(target)
         except ConfigurationError as exc:
             raise self.unknown(
-                name, f"The model {name!r} does not exist: {exc.message}", exc.hint
+                name,
+                f"The model {name!r} does not exist: {exc.message}",
+                _servable_hint(exc, target),
             ) from None
         if spec.provider in _OFFLINE:
-            raise self.unknown(name, f"The offline model {name!r} is served only through an alias.")
+            if not named:
+                raise self.unknown(
+                    name,
+                    f"The offline model {name!r} is served only under a name the proxy's "
+                    "operator chose.",
+                    "Its operator can serve it with --model-alias NAME=fake.",
+                )
+            # Not `record`ed: a proxy answers for as long as it runs.
+            model = resolve_model(target, record=False)
+            self._offline[target] = model
+            return model
         if spec.model is None:
             # A client names the model it wants; a provider's default is the library's convenience.
             raise self.unknown(
@@ -149,6 +173,7 @@ class ModelRouter:
     async def aclose(self) -> None:
         """Close the models built here and the shared client; passed-in models stay open."""
         self._relays = {}
+        self._offline = {}
         built, self._built = self._built, {}
         for model in built.values():
             await model.aclose()
@@ -211,7 +236,8 @@ class ModelRouter:
 
     def unknown(self, name: str, message: str, hint: str | None = None) -> UnknownModel:
         """The error for a name the proxy cannot serve, with the closest names it knows."""
-        known = self.listed()
+        # Only names the proxy serves, and never the one asked for (it could not be served).
+        known = [n for n in self.listed() if n != name and self._servable(n)]
         # Listed specs count by their bare model id too: "gpt4o-mini" is close to "gpt-4o-mini".
         candidates = {**{n: n for n in known}, **{_bare(n): n for n in known}}
         close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
@@ -225,6 +251,34 @@ class ModelRouter:
         else:
             message += " Name it as 'provider:model', e.g. 'openai:gpt-4o-mini'."
         return UnknownModel(message)
+
+    def _servable(self, name: str) -> bool:
+        """Whether a listed name reads as something the proxy serves (it may still lack a key)."""
+        target = self.aliases.target(name)
+        if isinstance(target, Model):
+            return True
+        try:
+            spec = parse_model_spec(name if target is None else target)
+        except ConfigurationError:
+            return False
+        return spec.provider in _OFFLINE or spec.model is not None
+
+
+def _servable_hint(exc: ConfigurationError, spec: str) -> str | None:
+    """The spec error's hint, as whole model names a client can ask for.
+
+    The spec parser suggests providers (`'anthropic'`); a bare provider or the
+    offline model would be refused, so the suggestion is the spec with the
+    provider put right (`'anthropic:claude-sonnet-4-5'`).
+    """
+    close = exc.context.get("close")
+    if not isinstance(close, list):
+        return exc.hint
+    model = spec.partition(":")[2] or "<model id>"
+    names = [f"{c}:{model}" for c in close if isinstance(c, str) and c not in _OFFLINE]
+    if not names:
+        return "Name it as 'provider:model', e.g. 'openai:gpt-4o-mini'."
+    return f"Did you mean {' or '.join(repr(c) for c in names)}?"
 
 
 def _bare(name: str) -> str:
