@@ -15,8 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from tidemill._version import __version__
-from tidemill.cli import _approvals, _db, _flow, _proxy, _run, _runs, _worker
-from tidemill.cli._common import quoting_hint
+from tidemill.cli import _approvals, _common, _db, _flow, _proxy, _run, _runs, _worker
 from tidemill.errors import FlowInputError, TidemillError
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +33,7 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]],
     _proxy.register,
 )
 
-BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
+_BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
 """The exit status when the output's reader went away (`tidemill runs list | head -1`): 141."""
 
 
@@ -79,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
     except BrokenPipeError:
         _discard_output()
-        return BROKEN_PIPE
+        return _BROKEN_PIPE
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -92,7 +91,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return commands[args.command](args)
     except TidemillError as exc:
         if isinstance(exc, FlowInputError):
-            exc.hint = quoting_hint(exc, getattr(args, "inputs", None) or ()) or exc.hint
+            exc.hint = _common.quoting_hint(exc, getattr(args, "inputs", None) or ()) or exc.hint
         print(f"tidemill {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
