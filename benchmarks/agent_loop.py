@@ -3,9 +3,10 @@
 Every row runs the same task: a scripted model that asks for one tool call per
 turn, `echo(i=0)`, `echo(i=1)`, ... `echo(i=N-1)`, then answers "done". One
 iteration is one model call plus one call of the async tool `echo(i: int) ->
-int`. The model decides each turn from the last message alone (O(1)), so what
-is measured is the framework: its loop, its message bookkeeping and, where
-there is one, its checkpointer.
+int` (three Tidemill rows change that: the blocking `run()` instead of
+`arun()`, a plain `def` tool, or both). The model decides each turn from the
+last message alone (O(1)), so what is measured is the framework: its loop,
+its message bookkeeping and, where there is one, its checkpointer.
 
     us/iter = median over samples of (wall time of one whole run) / N
 
@@ -59,10 +60,14 @@ POSTGRES_ENV = "TIDEMILL_BENCH_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SIZES = (10, 50, 200)
 FINAL = "done"
+PROMPT = "Call echo until told otherwise."
 
 # Targets for Tidemill, from the issue.
 TARGET_US = {"memory": 50.0, "sqlite": 150.0, "postgres": 1000.0}
 TARGET_GROWTH = 1.25
+# A plain `def` tool through the blocking `run()`, against the async tool through `arun()`.
+SYNC_BLOCKING = "Tidemill, memory, sync tool, run()"
+SYNC_TOOL_FACTOR = 1.5
 # The issue set those targets on machines where LangGraph (no checkpointer) took
 # 1.1-1.4 ms an iteration. Scaled to another host by LangGraph's speed there, the
 # slow end is used: a scaled target is then never looser than the issue's.
@@ -130,6 +135,16 @@ async def echo(i: int) -> int:
     return i
 
 
+@tool(name="echo")
+def echo_sync(i: int) -> int:
+    """Return i: the same tool as a plain `def`, as most tools are written.
+
+    Args:
+        i: Any integer.
+    """
+    return i
+
+
 def tidemill_handler(n: int) -> Callable[[ModelRequest], Message]:
     def answer(request: ModelRequest) -> Message:
         last = request.messages[-1]
@@ -153,9 +168,12 @@ class TidemillBench:
         config: dict[str, Any],
         *,
         features: bool = False,
+        sync_tool: bool = False,
+        blocking: bool = False,
     ):
         self.n = n
-        self.builder = agent().tool(echo).max_iterations(n + 1)
+        self.blocking = blocking
+        self.builder = agent().tool(echo_sync if sync_tool else echo).max_iterations(n + 1)
         self.tracer: MemoryTracer | None = None
         if features:
             # The second table: a window memory, the rule guardrail and a tracer, all on.
@@ -172,7 +190,11 @@ class TidemillBench:
         self.runtime = self.builder.build()
 
     async def run(self) -> tidemill.AgentResponse:
-        return await self.runtime.arun("Call echo until told otherwise.")
+        if self.blocking:
+            # The blocking twin, as a script calls it: this thread waits while the
+            # runtime's own loop thread runs the agent (one hop there and back per run).
+            return self.runtime.run(PROMPT)
+        return await self.runtime.arun(PROMPT)
 
     def check(self, result: tidemill.AgentResponse) -> None:
         n = self.n
@@ -195,6 +217,7 @@ class TidemillBench:
 
     async def aclose(self) -> None:
         await self.builder.aclose()
+        self.runtime.close()  # the loop thread behind the blocking methods
 
 
 @asynccontextmanager
@@ -211,6 +234,19 @@ async def tidemill_memory() -> AsyncIterator[Factory]:
         return TidemillBench(n, ("memory",), {})
 
     yield make
+
+
+def tidemill_memory_with(*, sync_tool: bool, blocking: bool) -> Callable[[], Any]:
+    """The memory row with the plain `def` tool and/or through the blocking `run()`."""
+
+    @asynccontextmanager
+    async def setup() -> AsyncIterator[Factory]:
+        async def make(n: int) -> Bench:
+            return TidemillBench(n, ("memory",), {}, sync_tool=sync_tool, blocking=blocking)
+
+        yield make
+
+    return setup
 
 
 @asynccontextmanager
@@ -371,9 +407,7 @@ class LangGraphBench:
             "configurable": {"thread_id": thread_id},
         }
         extra = {"durability": self.durability} if self.durability else {}
-        state = await self.graph.ainvoke(
-            {"messages": [("user", "Call echo until told otherwise.")]}, config, **extra
-        )
+        state = await self.graph.ainvoke({"messages": [("user", PROMPT)]}, config, **extra)
         return thread_id, state
 
     def check(self, result: Any) -> None:
@@ -463,7 +497,7 @@ class PydanticAIBench:
         self.agent = Agent(FunctionModel(answer), tools=[Tool(pa_echo, name="echo")])
 
     async def run(self) -> Any:
-        return await self.agent.run("Call echo until told otherwise.", usage_limits=self.limits)
+        return await self.agent.run(PROMPT, usage_limits=self.limits)
 
     def check(self, result: Any) -> None:
         expect(result.output == FINAL, f"output {result.output!r}")
@@ -505,6 +539,8 @@ class Row:
     """A slow peer: fewer samples in a cell that would take too long."""
     features: bool = False
     """A row of the second table: memory, guardrails and tracing enabled."""
+    within: tuple[str, float] | None = None
+    """(another row, a factor): this row's us/iter is held to at most that row's times it."""
 
 
 ROWS = (
@@ -512,6 +548,17 @@ ROWS = (
     Row("Tidemill, memory", tidemill_memory, target="memory"),
     Row("Tidemill, SQLite", tidemill_sqlite, target="sqlite"),
     Row("Tidemill, PostgreSQL", tidemill_postgres, target="postgres"),
+    Row("Tidemill, memory, run()", tidemill_memory_with(sync_tool=False, blocking=True)),
+    Row(
+        SYNC_BLOCKING,
+        tidemill_memory_with(sync_tool=True, blocking=True),
+        target="memory",
+        within=("Tidemill, memory", SYNC_TOOL_FACTOR),
+    ),
+    Row(
+        "Tidemill, memory, sync tool, arun()",
+        tidemill_memory_with(sync_tool=True, blocking=False),
+    ),
     Row("LangGraph, no checkpointer", langgraph_plain, slow=True),
     Row("LangGraph, AsyncSqliteSaver", langgraph_sqlite(None), slow=True),
     Row("LangGraph, AsyncSqliteSaver, durability=sync", langgraph_sqlite("sync"), slow=True),
@@ -740,6 +787,8 @@ def target_checks(results: Sequence[Result]) -> list[Check]:
             )
         )
         growth = res.growth
+        if res.row.within is not None:
+            checks += _ratio_check(res, results)
         if growth is not None:
             checks.append(
                 Check(
@@ -751,6 +800,29 @@ def target_checks(results: Sequence[Result]) -> list[Check]:
                 )
             )
     return checks
+
+
+def _ratio_check(res: Result, results: Sequence[Result]) -> list[Check]:
+    """The check of a row held to a factor of another row, at every N both measured."""
+    assert res.row.within is not None
+    other_label, factor = res.row.within
+    other = next((r for r in results if r.row.label == other_label), None)
+    if other is None or other.skipped:
+        return []
+    sizes = [n for n in res.us if other.us.get(n)]
+    if not sizes:
+        return []
+    ratios = {n: res.us[n] / other.us[n] for n in sizes}
+    worst = max(sizes, key=lambda n: ratios[n])
+    return [
+        Check(
+            res.row.label,
+            ratios[worst] <= factor,
+            f"{res.row.label}: us/iter at every N over {other_label}'s",
+            f"<= {factor:g}x",
+            f"worst {ratios[worst]:.2f}x at N={worst}",
+        )
+    ]
 
 
 def scaled_checks(results: Sequence[Result]) -> tuple[list[Check], dict[int, float]]:
@@ -813,6 +885,8 @@ def _results_table(
         if res.row.target:
             mark = "PASS" if verdict.get(res.row.label) else "FAIL"
             target = f"{mark} <={TARGET_US[res.row.target]:g}us <={TARGET_GROWTH:g}x"
+            if res.row.within is not None:
+                target += f" <={res.row.within[1]:g}x '{res.row.within[0]}'"
         rows.append(
             [
                 res.row.label,
@@ -855,7 +929,7 @@ def report(
 ) -> str:
     out = io.StringIO()
     p = out.write
-    p("Agent loop overhead: one scripted model call + one async tool call per iteration\n")
+    p("Agent loop overhead: one scripted model call + one tool call per iteration\n")
     p(f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, load average")
     p(f" {load[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; PostgreSQL {pg_version}\n")
     p("; ".join(versions()) + "\n")

@@ -54,6 +54,22 @@ def test_targets_scale_with_langgraphs_speed_at_each_size(agent_loop: ModuleType
     assert sqlite.measured == "worst 310 us at N=10 against 300 us"
 
 
+def test_the_sync_tool_row_is_held_to_a_factor_of_the_async_row_at_every_size(
+    agent_loop: ModuleType,
+) -> None:
+    sync = agent_loop.SYNC_BLOCKING
+
+    def ratio_checks(us: dict[str, dict[int, float]]) -> list[object]:
+        checks = agent_loop.target_checks(results(agent_loop, us))
+        return [c for c in checks if c.label == sync and c.goal.endswith("x") and "over" in c.what]
+
+    (within,) = ratio_checks({"Tidemill, memory": {10: 40.0, 50: 40.0}, sync: {10: 60.0, 50: 44}})
+    assert within.passed and within.measured == "worst 1.50x at N=10"
+    (over,) = ratio_checks({"Tidemill, memory": {10: 40.0, 50: 40.0}, sync: {10: 44.0, 50: 61}})
+    assert not over.passed and over.measured == "worst 1.52x at N=50"
+    assert ratio_checks({sync: {10: 44.0}}) == []  # nothing to compare with: no verdict
+
+
 def test_without_langgraph_nothing_is_scaled(agent_loop: ModuleType) -> None:
     measured = results(agent_loop, {"Tidemill, memory": {10: 30.0}})
     assert agent_loop.scaled_checks(measured) == ([], {})

@@ -164,6 +164,29 @@ def test_sync_tools_run_off_the_loop_thread_async_tools_on_it() -> None:
     assert threads["sync"] != loop_thread
 
 
+def test_a_sync_tool_raising_stop_iteration_fails_instead_of_hanging() -> None:
+    def first_match(items: list[str]) -> str:
+        return next(item for item in items if item.startswith("x"))  # none does
+
+    hand_built = Tool(first_match, name="first_match")
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            asyncio.run(hand_built.arun(items=["a", "b"]))
+        except BaseException as exc:  # handed to the test
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "the call never returned"
+    (error,) = outcome
+    assert isinstance(error, RuntimeError)
+    assert str(error) == "first_match raised StopIteration"
+    assert isinstance(error.__cause__, StopIteration)
+
+
 def test_callable_object_with_async_call_is_awaited() -> None:
     class Lookup:
         async def __call__(self, key: str) -> str:

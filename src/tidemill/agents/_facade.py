@@ -3,6 +3,9 @@
 `AgentRuntime`, the LangGraph-backed `GraphRuntime` and the `AgentBuilder`
 implement the async methods; this class gives each of them the same blocking
 twins, run on the object's own event-loop thread (see `tidemill._sync`).
+A run started by one of them is all its caller waits for, so it lends that
+loop to the agent's sync tools (`sync_on_loop=True`): they run on the loop's
+thread while nothing else runs on it, and in a worker thread otherwise.
 """
 
 from __future__ import annotations
@@ -105,7 +108,8 @@ class AgentFacade(ABC):
                 limits=limits,
                 deps=deps,
                 **settings,
-            )
+            ),
+            sync_on_loop=True,
         )
 
     def stream(
@@ -127,7 +131,8 @@ class AgentFacade(ABC):
                 limits=limits,
                 deps=deps,
                 **settings,
-            )
+            ),
+            sync_on_loop=True,
         )
 
     async def astream_text(
@@ -179,7 +184,8 @@ class AgentFacade(ABC):
                 limits=limits,
                 deps=deps,
                 **settings,
-            )
+            ),
+            sync_on_loop=True,
         )
 
     def resume(
@@ -209,7 +215,8 @@ class AgentFacade(ABC):
                 limits=limits,
                 deps=deps,
                 **settings,
-            )
+            ),
+            sync_on_loop=True,
         )
 
     def state(self, thread_id: str) -> ThreadState | None:

@@ -13,6 +13,7 @@ import pydantic
 import pydantic_core
 from pydantic import JsonValue
 
+from tidemill._sync import SyncFunction
 from tidemill.errors import ConfigurationError, ToolArgumentsError
 from tidemill.tools._context import ToolContext
 from tidemill.tools._docstring import parse_docstring
@@ -36,7 +37,9 @@ class Tool:
 
     Args:
         function: Called with the validated arguments as keyword arguments.
-            Sync functions run in a worker thread, async ones on the loop.
+            Async functions run on the event loop; sync ones in a worker
+            thread, or on the loop's thread where nothing else needs that
+            loop (see "How calls run" in the tools guide).
         name: The name the model calls it by.
         description: What it does and when to use it; the model reads this.
         parameters: The JSON Schema of the arguments object. Arguments are
@@ -95,6 +98,9 @@ class Tool:
         """Whether the run pauses for a human decision before each call."""
         self._function = function
         self._is_async = function is not None and _is_async(function)
+        self._blocking: SyncFunction[object] | None = (
+            None if function is None or self._is_async else SyncFunction(function)
+        )
         self._validator: jsonschema.protocols.Validator | None = None
         self.definition = ToolDefinition(
             name=name, description=description, parameters=self.parameters
@@ -127,7 +133,7 @@ class Tool:
         Override this in a subclass for tools that are not a single function.
         """
         assert self._function is not None  # guaranteed by __init__
-        return await _invoke(self._function, arguments, is_async=self._is_async)
+        return await _invoke(self._function, arguments, self._blocking)
 
     def render(self, value: object) -> str:
         """Turn the tool's return value into the text the model sees."""
@@ -255,7 +261,7 @@ class FunctionTool(Tool, Generic[P, R]):
         """
         if self._context_param is not None:
             arguments = {**arguments, self._context_param: context}
-        return _invoke(self._wrapped, arguments, is_async=self._is_async)
+        return _invoke(self._wrapped, arguments, self._blocking)
 
 
 def render_result(value: object) -> str:
@@ -277,12 +283,14 @@ _AsyncFunction = Callable[..., Coroutine[Any, Any, object]]
 
 
 def _invoke(
-    function: Callable[..., object], arguments: dict[str, Any], *, is_async: bool
+    function: Callable[..., object],
+    arguments: dict[str, Any],
+    blocking: SyncFunction[object] | None,
 ) -> Coroutine[Any, Any, object]:
-    """The call's coroutine: the function's own, or one running it in a thread."""
-    if is_async:
+    """The call's coroutine: an async function's own, or the sync one's `SyncFunction.call`."""
+    if blocking is None:
         return cast(_AsyncFunction, function)(**arguments)
-    return asyncio.to_thread(function, **arguments)
+    return blocking.call(arguments)
 
 
 def _is_async(function: Callable[..., object]) -> bool:
