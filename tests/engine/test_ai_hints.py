@@ -8,6 +8,7 @@ variable on the worker, or a key of the step's model settings.
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
@@ -46,6 +47,9 @@ def _no_cloud_settings(monkeypatch: pytest.MonkeyPatch) -> None:
                  "AWS_SECRET_ACCESS_KEY", "AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
+    # botocore's chain is asked at the first call, not at build: without botocore, no AWS
+    # credentials is a build-time error (and no metadata service is asked).
+    monkeypatch.setitem(sys.modules, "botocore.session", None)
 
 
 def raised(spec: str) -> TidemillError:

@@ -362,9 +362,13 @@ def _deepseek_schema(schema: Json) -> Json:
 
 
 def _mistral_schema(schema: Json) -> Json:
-    """Mistral's seed is `random_seed` (an integer); `seed` is not a field (`mistral_rules`)."""
+    """Mistral's seed is `random_seed` (an integer); `seed` is not a field (`mistral_rules`).
+
+    Mistral's own `safe_prompt` (a boolean: prepend its safety prompt) is a field too.
+    """
     schema = copy.deepcopy(schema)
     schema["properties"]["random_seed"] = {"type": "integer"}
+    schema["properties"]["safe_prompt"] = {"type": "boolean"}
     return schema
 
 

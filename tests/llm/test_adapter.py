@@ -21,8 +21,8 @@ from llm_replay import (
 )
 
 from tidemill.errors import ProviderError, ProviderTimeout, RateLimitError
-from tidemill.llm import HttpModel, ModelRequest, ModelSettings, RetryPolicy, resolve_model
-from tidemill.types import Message
+from tidemill.llm import HttpModel, Model, ModelRequest, ModelSettings, RetryPolicy, resolve_model
+from tidemill.types import Message, ModelResponse, ResponseDone, TextDelta
 
 JSON = "application/json"
 
@@ -331,3 +331,16 @@ class TestAgentOnARealAdapter:
         done = events[-1].response
         assert done.usage.requests == 2
         assert done.usage.input_tokens == 29 + 13
+
+
+async def test_a_model_without_a_stream_of_its_own_streams_its_log_probabilities() -> None:
+    """`Model.stream`'s fallback: the whole text in one delta, with the answer's scores."""
+    scores = {"content": [{"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}]}
+
+    class Whole(Model):
+        async def request(self, request: ModelRequest) -> ModelResponse:
+            return ModelResponse(message=Message.assistant("Hi"), logprobs=scores)
+
+    first, last = [event async for event in Whole().stream(HELLO)]
+    assert first == TextDelta(delta="Hi", logprobs=scores)
+    assert isinstance(last, ResponseDone) and last.response.logprobs == scores

@@ -352,3 +352,27 @@ async def test_an_error_body_with_status_200() -> None:
     reply = json_reply({"type": "error", "error": {"type": "api_error", "message": "odd"}})
     with pytest.raises(ProviderError, match="odd"):
         await chat_model("anthropic", Recorder([reply])).request(HELLO)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "message", "role": "assistant", "content": []},
+        {"type": "message", "role": "assistant", "content": [], "stop_reason": None},
+        {"id": "msg_1", "content": [], "usage": {"input_tokens": 3, "output_tokens": 0}},
+    ],
+)
+async def test_an_empty_answer_with_no_stop_reason_is_a_provider_error(
+    body: dict[str, Any],
+) -> None:
+    # Anthropic always says why a whole message stopped: without it, and without content,
+    # the answer is broken, as the other vendors' empty bodies are.
+    with pytest.raises(ProviderError, match="neither content nor a stop_reason") as caught:
+        await chat_model("anthropic", Recorder([json_reply(body)])).request(HELLO)
+    assert caught.value.status_code is None and caught.value.body is not None
+
+
+async def test_an_empty_answer_that_says_why_it_stopped_is_an_answer() -> None:
+    body = {"type": "message", "content": [], "stop_reason": "end_turn", "usage": {}}
+    response = await chat_model("anthropic", Recorder([json_reply(body)])).request(HELLO)
+    assert (response.message.content, response.finish_reason) == ("", "stop")

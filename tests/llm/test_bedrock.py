@@ -402,11 +402,19 @@ def test_without_a_region() -> None:
 
 
 @pytest.mark.parametrize("botocore", [True, False])
-def test_without_credentials(monkeypatch: pytest.MonkeyPatch, botocore: bool) -> None:
+async def test_without_credentials(monkeypatch: pytest.MonkeyPatch, botocore: bool) -> None:
+    # Without botocore nothing more can be found: the model is refused when built. With it,
+    # its chain is asked on the first call (off the event loop), which fails.
     if not botocore:
         hide_botocore(monkeypatch)
-    with pytest.raises(ConfigurationError, match="No AWS credentials") as caught:
-        BedrockModel("m", region="us-east-1")
+        with pytest.raises(ConfigurationError, match="No AWS credentials") as caught:
+            BedrockModel("m", region="us-east-1")
+    else:
+        recorder = Recorder([])
+        model = BedrockModel("m", region="us-east-1", http_client=recorder.client())
+        with pytest.raises(ConfigurationError, match="No AWS credentials") as caught:
+            await model.request(HELLO)
+        assert recorder.requests == []
     message = str(caught.value)
     assert "AWS_ACCESS_KEY_ID" in message and "AWS_SECRET_ACCESS_KEY" in message
     assert "AWS_BEARER_TOKEN_BEDROCK" in message
@@ -488,6 +496,14 @@ def test_a_profile_without_botocore_names_the_extra(monkeypatch: pytest.MonkeyPa
     with pytest.raises(MissingDependencyError, match=r"tidemill\[bedrock\]") as caught:
         BedrockModel("m", region="us-east-1", profile="dev")
     assert caught.value.package == "botocore"
+
+
+@pytest.mark.parametrize("model_id", ["", "  ", "\t"])
+def test_a_model_without_an_id_is_refused_when_built(model_id: str) -> None:
+    with pytest.raises(ConfigurationError, match="model id") as caught:
+        BedrockModel(model_id, region="us-east-1", access_key_id=ACCESS_KEY,
+                     secret_access_key=SECRET_KEY)  # fmt: skip
+    assert caught.value.hint is not None and "bedrock:<model id>" in caught.value.hint
 
 
 def test_resolve_model_builds_a_bedrock_model() -> None:

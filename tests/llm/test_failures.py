@@ -132,6 +132,27 @@ def test_retry_after_travels_on_rate_limit_errors() -> None:
     assert isinstance(error, RateLimitError) and error.retry_after == 4.0
 
 
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(503, ProviderError), (500, ProviderError), (529, ProviderError), (504, ProviderTimeout)],
+)
+def test_retry_after_is_kept_for_every_retryable_status(
+    status: int, kind: type[ProviderError]
+) -> None:
+    error = error_from_response("openai", status, {}, b"{}", retry_after=30.0)
+    assert type(error) is kind and error.retryable
+    assert error.retry_after == 30.0
+
+
+def test_retry_after_is_dropped_when_the_error_is_not_retried() -> None:
+    # A 400 is not retried, whatever the header says; a vendor's `x-should-retry: false` wins.
+    assert error_from_response("openai", 400, {}, b"{}", retry_after=5.0).retry_after is None
+    refused = error_from_response(
+        "openai", 503, {"x-should-retry": "false"}, b"{}", retry_after=5.0
+    )
+    assert refused.retry_after is None
+
+
 def test_the_key_never_appears_in_messages_or_bodies() -> None:
     echoed = {"error": {"message": f"Incorrect API key provided: {API_KEY}."}}
     error = response_error(401, echoed)

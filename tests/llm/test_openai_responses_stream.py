@@ -396,3 +396,57 @@ def test_a_corrupted_stream_fails_only_with_typed_errors(case: Case, data: st.Da
     except TidemillError as error:
         failure = error
     assert failure is None or API_KEY not in str(failure)
+
+
+# -- log probabilities ---------------------------------------------------------------------------
+
+
+def scores(text: str) -> list[dict[str, Any]]:
+    """A delta's `logprobs` as the Responses stream sends them (no `bytes`)."""
+    return [{"token": text, "logprob": -0.25, "top_logprobs": [{"token": text, "logprob": -0.25}]}]
+
+
+def with_scores(file: str) -> tuple[bytes, list[tuple[str, Any]]]:
+    """A recorded stream with log probabilities on its text deltas, and each delta's."""
+    events, deltas = [], []
+    for block in fixture_bytes(file).decode().split("\n\n"):
+        lines = block.splitlines()
+        for at, line in enumerate(lines):
+            if line.startswith("data: "):
+                data = json.loads(line[6:])
+                if data["type"] == "response.output_text.delta":
+                    data["logprobs"] = scores(data["delta"])
+                    deltas.append((data["delta"], data["logprobs"]))
+                lines[at] = "data: " + json.dumps(data)
+        events.append("\n".join(lines))
+    return "\n\n".join(events).encode(), deltas
+
+
+async def test_streamed_log_probabilities_come_in_chat_completions_form() -> None:
+    body, deltas = with_scores("openai-responses/text-stream.sse")
+    streamed = await replay(responses_model, [body])
+    texts = [event for event in streamed.events if event.type == "text"]
+    expected = [(text, {"content": found, "refusal": None}) for text, found in deltas]
+    assert [(event.delta, event.logprobs) for event in texts] == expected
+    joined = [entry for _, found in deltas for entry in found]
+    assert streamed.response.logprobs == {"content": joined, "refusal": None}
+
+
+async def test_a_whole_answer_s_log_probabilities_come_in_chat_completions_form() -> None:
+    payload = json.loads(fixture_bytes("openai-responses/text.json"))
+    part = payload["output"][0]["content"][0]
+    part["logprobs"] = [
+        {"token": "4200", "bytes": [52, 50, 48, 48], "logprob": -0.01, "top_logprobs": []}
+    ]
+    model = responses_model(Recorder([json_reply(payload)]))
+    response = await model.request(HELLO)
+    await model.aclose()
+    assert response.logprobs == {"content": part["logprobs"], "refusal": None}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.file)
+async def test_the_empty_lists_sent_unasked_are_no_log_probabilities(case: Case) -> None:
+    """Recorded streams carry `"logprobs": []` on every text delta: none were asked for."""
+    streamed = await replay(responses_model, [fixture_bytes(case.file)])
+    assert all(event.logprobs is None for event in streamed.events if event.type == "text")
+    assert streamed.response.logprobs is None

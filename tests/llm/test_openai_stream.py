@@ -23,7 +23,7 @@ from llm_replay import (
 from tidemill.errors import MalformedToolCall, ProviderError, TidemillError
 from tidemill.llm._failures import ErrorReporter
 from tidemill.llm.http._sse import SSEDecoder
-from tidemill.llm.openai._chat_stream import ChatStreamParser
+from tidemill.llm.openai._chat_stream import ChatStreamParser, parse_chat_completion
 from tidemill.types import Usage
 
 
@@ -118,7 +118,7 @@ CASES = [
         "openai-compatible",
         "Reading it.",
         calls=[("toolu_sanitized", "read_file", {"path": "a.txt"})],
-        usage=usage(0, 0),
+        usage=usage(0, 0, unreported_requests=1),  # the gateway sent no usage
         finish="tool_calls",
     ),
     Case(
@@ -523,3 +523,86 @@ def test_a_corrupted_stream_fails_only_with_typed_errors(case: Case, data: st.Da
     except TidemillError as error:
         failure = error
     assert failure is None or API_KEY not in str(failure)
+
+
+# -- log probabilities ---------------------------------------------------------------------------
+
+
+def token(text: str, logprob: float, *alternatives: tuple[str, float]) -> dict[str, Any]:
+    """One token's entry of Chat Completions' `logprobs.content`."""
+    top = [{"token": t, "logprob": p, "bytes": list(t.encode())} for t, p in alternatives]
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": top}
+
+
+def scored(delta: dict[str, Any], logprobs: Any, *, finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+    return (
+        b"data: " + json.dumps({"id": "c1", "model": "m", "choices": [choice]}).encode() + b"\n\n"
+    )
+
+
+HI_TOKENS = [token("Hi", -0.002, ("Hi", -0.002), ("Hello", -6.3))]
+BANG_TOKENS = [token("!", -0.01, ("!", -0.01), (".", -4.7))]
+HI: dict[str, Any] = {"content": HI_TOKENS, "refusal": None}
+BANG: dict[str, Any] = {"content": BANG_TOKENS, "refusal": None}
+
+
+async def test_log_probabilities_ride_on_their_text_and_are_joined_on_the_response() -> None:
+    body = [
+        scored({"role": "assistant", "content": "", "refusal": None}, None),
+        scored({"content": "Hi"}, HI),
+        scored({"content": "!"}, BANG),
+        scored({}, None, finish="stop"),
+        USAGE,
+        DONE,
+    ]
+    streamed = await replay_stream("openai", body)
+    texts = [event for event in streamed.events if event.type == "text"]
+    assert [(event.delta, event.logprobs) for event in texts] == [("Hi", HI), ("!", BANG)]
+    assert streamed.response.logprobs == {"content": HI_TOKENS + BANG_TOKENS, "refusal": None}
+    assert HI["content"] == [token("Hi", -0.002, ("Hi", -0.002), ("Hello", -6.3))]  # not changed
+    assert streamed.response.model_dump()["logprobs"] == streamed.response.logprobs
+
+
+async def test_log_probabilities_without_text_come_on_an_empty_text_delta() -> None:
+    """A server that scores tool-call tokens too: the scores are kept, after the call's delta."""
+    scores = {"content": [token("get", -0.1)]}
+    body = [
+        scored({"tool_calls": [call(0, id="a", name="get", args="{}")]}, scores),
+        scored({}, None, finish="tool_calls"),
+        USAGE,
+        DONE,
+    ]
+    streamed = await replay_stream("vllm", body)
+    assert [event.type for event in streamed.events[:-1]] == ["tool_call_delta", "text"]
+    assert streamed.events[1].model_dump() == {"type": "text", "delta": "", "logprobs": scores}
+    assert streamed.response.logprobs == scores
+    assert streamed.response.message.content == ""
+
+
+def test_a_whole_answer_keeps_its_log_probabilities_as_they_came() -> None:
+    payload: dict[str, object] = {
+        "id": "chatcmpl-1",
+        "model": "gpt-4o",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Hi"},
+                "logprobs": HI,
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    response = parse_chat_completion(payload, ErrorReporter("openai"))
+    assert response.logprobs is HI  # the provider's own object, not a copy
+    assert response.message.content == "Hi"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.file)
+async def test_an_answer_without_log_probabilities_has_none_anywhere(case: Case) -> None:
+    """Recorded traffic (`"logprobs": null` on every chunk): nothing new in events or JSON."""
+    streamed = await replay_stream(case.provider, [fixture_bytes(case.file)])
+    assert all(event.logprobs is None for event in streamed.events if event.type == "text")
+    assert streamed.response.logprobs is None
+    assert "logprobs" not in streamed.response.model_dump()
+    assert all("logprobs" not in dumped for dumped in event_dump(streamed))

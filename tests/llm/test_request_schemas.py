@@ -45,7 +45,14 @@ from schema_server import (
 )
 
 from tidemill.errors import ProviderError
-from tidemill.llm import HttpModel, ModelRequest, ModelSettings, OutputFormat, resolve_model
+from tidemill.llm import (
+    ForcedTool,
+    HttpModel,
+    ModelRequest,
+    ModelSettings,
+    OutputFormat,
+    resolve_model,
+)
 from tidemill.llm._spec import KNOWN_PROVIDERS
 from tidemill.types import (
     ImageRef,
@@ -438,6 +445,162 @@ async def test_structured_output_requests_fit_the_vendor_schema(
     else:
         markers = ('"json_object"', '"application/json"', f'"{output.name}"')  # or a forced tool
         assert any(marker in sent for marker in markers), sent
+
+
+# -- request options and a forced tool choice ----------------------------------------------------
+
+OPENAI_OPTIONS: dict[str, Any] = {
+    "presence_penalty": 0.5,
+    "frequency_penalty": 0.25,
+    "user": "ann-42",
+    "safety_identifier": "ann-42-hash",
+    "parallel_tool_calls": False,
+    "reasoning_effort": "low",
+    "logit_bias": {"50256": -100},
+    "metadata": {"run": "7"},
+    "store": False,
+    "service_tier": "flex",
+    "prompt_cache_key": "tenant-1",
+    "verbosity": "low",
+    "n": 1,
+}
+"""Chat Completions fields an OpenAI-format adapter sends as they are."""
+
+OPTIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "mistral": (  # the fields Mistral's own request has (`MISTRAL_FIELDS`)
+        {
+            "presence_penalty": 0.5,
+            "frequency_penalty": 0.25,
+            "parallel_tool_calls": False,
+            "metadata": {"run": "7"},
+            "n": 1,
+            "safe_prompt": True,
+        },
+        ["presence_penalty", "frequency_penalty", "parallel_tool_calls", "metadata", "safe_prompt"],
+    ),
+    "anthropic": (
+        {
+            "user": "ann-42",
+            "service_tier": "default",
+            "reasoning_effort": "high",
+            "parallel_tool_calls": False,
+            "store": False,
+            "n": 1,
+        },
+        [
+            "metadata.user_id",
+            "service_tier",
+            "output_config.effort",
+            "tool_choice.disable_parallel_tool_use",
+        ],
+    ),
+    "gemini": (
+        {"presence_penalty": 0.5, "frequency_penalty": 0.25, "reasoning_effort": "medium"},
+        [
+            "generationConfig.presencePenalty",
+            "generationConfig.frequencyPenalty",
+            "generationConfig.thinkingConfig.thinkingBudget",
+        ],
+    ),
+    "bedrock": (
+        {"metadata": {"tenant": "acme"}, "service_tier": "flex", "reasoning_effort": "low"},
+        ["requestMetadata.tenant", "serviceTier.type", "outputConfig.effort"],
+    ),
+    "openai-responses": (
+        {
+            "user": "ann",
+            "safety_identifier": "ann-hash",
+            "metadata": {"run": "7"},
+            "parallel_tool_calls": False,
+            "service_tier": "flex",
+            "reasoning_effort": "low",
+            "verbosity": "low",
+            "prompt_cache_key": "tenant-1",
+            "store": False,
+        },
+        [
+            "user",
+            "safety_identifier",
+            "metadata",
+            "parallel_tool_calls",
+            "service_tier",
+            "reasoning.effort",
+            "text.verbosity",
+            "prompt_cache_key",
+        ],
+    ),
+}
+OPTIONS["anthropic-vertex"] = OPTIONS["anthropic"]
+OPTIONS["vertex"] = OPTIONS["gemini"]
+
+
+def options_of(provider: str) -> tuple[dict[str, Any], list[str]]:
+    """The options sent to `provider`'s adapter, and the body paths they must reach."""
+    if provider in OPTIONS:
+        return OPTIONS[provider]
+    return OPENAI_OPTIONS, list(OPENAI_OPTIONS)
+
+
+def _at(body: Any, path: str) -> Any:
+    for part in path.split("."):
+        assert isinstance(body, dict) and part in body, f"{path}: missing"
+        body = body[part]
+    return body
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.provider)
+async def test_options_and_a_forced_tool_fit_the_vendor_schema(
+    case: Case, stream: bool, schema_server: Callable[[Wire], SchemaServer]
+) -> None:
+    """Every field a Chat Completions client may send beyond the typed ones, as each
+    adapter sends it (as it is, or in its vendor's form), and a named tool forced."""
+    server = schema_server(case.wire())
+    options, paths = options_of(case.provider)
+    request = dataclasses.replace(
+        case.request(), tool_choice=ForcedTool("get_weather"), options=options
+    )
+    await exchange(case, stream, server, request)
+    server.assert_valid()
+    sent = server.seen[0].body
+    for path in paths:
+        _at(sent, path)
+    choice = json.dumps(sent.get("tool_choice") or sent.get("toolConfig"))
+    assert "get_weather" in choice, choice
+
+
+LOGPROBS: dict[str, Any] = {"logprobs": True, "top_logprobs": 3}
+"""Log probabilities with three alternatives a token, as a Chat Completions client asks."""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_log_probabilities_fit_the_responses_schema(
+    stream: bool, schema_server: Callable[[Wire], SchemaServer]
+) -> None:
+    """Chat Completions' `logprobs` as an `include` entry, `top_logprobs` as it is."""
+    case = BY_PROVIDER["openai-responses"]
+    server = schema_server(case.wire())
+    await exchange(case, stream, server, dataclasses.replace(case.request(), options=LOGPROBS))
+    server.assert_valid()
+    sent = server.seen[0].body
+    assert (sent["top_logprobs"], "logprobs" in sent) == (3, False)
+    assert sent["include"] == ["reasoning.encrypted_content", "message.output_text.logprobs"]
+
+
+@pytest.mark.parametrize("choice", ["required", ForcedTool("get_weather")], ids=["any", "named"])
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+async def test_a_forced_tool_beside_the_output_tool_fits_the_vendor_schema(
+    provider: str, choice: Any, schema_server: Callable[[Wire], SchemaServer]
+) -> None:
+    """Structured output is a forced tool there: the request's own choice takes its place."""
+    case = BY_PROVIDER[provider]
+    server = schema_server(case.wire())
+    request = dataclasses.replace(case.request(), tool_choice=choice, output_format=CITY)
+    await exchange(case, False, server, request)
+    server.assert_valid()
+    sent = server.seen[0].body
+    names = json.dumps(sent.get("tools") or sent["toolConfig"]["tools"])
+    assert '"city"' in names and '"get_weather"' in names
 
 
 # -- the checks can fail -------------------------------------------------------------------------

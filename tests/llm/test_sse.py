@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_replay import fixture_bytes, split
 
+from tidemill.errors import ProviderError
 from tidemill.llm import ServerSentEvent, SSEDecoder
 from tidemill.llm._json import loads_object
 from tidemill.llm.http._sse import aiter_sse
@@ -214,3 +216,93 @@ def test_a_large_stream_in_large_chunks() -> None:
     body = b"".join(b"data: %d\n\n" % i for i in range(50_000))
     events = decode(*split(body, [65536]))
     assert len(events) == 50_000 and events[-1].data == "49999"
+
+
+# -- bounds -------------------------------------------------------------------------------
+
+
+def test_a_line_over_the_bound_fails_as_soon_as_it_is_over() -> None:
+    decoder = SSEDecoder("openai", max_event_size=1024)
+    line = b"data: " + b"x" * 100_000  # no line end, ever
+    fed: list[int] = []
+
+    def feed_all() -> None:
+        for piece in split(line, [100]):
+            fed.append(len(piece))
+            decoder.feed(piece)
+
+    with pytest.raises(ProviderError, match="over-long event") as caught:
+        feed_all()
+    assert sum(fed) <= 1024 + 100  # stopped at the chunk that crossed the bound, not the end
+    error = caught.value
+    assert error.provider == "openai" and error.code == "event_too_long"
+    assert error.status_code is None and not error.retryable
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"data: " + b"y" * 2000 + b"\n\n",  # one line, whole in one chunk
+        b"data: yyyyyyyy\n" * 200,  # many data lines, never a blank one to end the event
+        b": keep-alive " + b"z" * 2000 + b"\r\n",  # a comment is a line too
+    ],
+)
+def test_an_event_or_line_over_the_bound_is_refused(body: bytes) -> None:
+    with pytest.raises(ProviderError, match="over-long event"):
+        decode_bounded(body, max_event_size=1024)
+
+
+def test_the_bound_counts_a_line_across_chunks() -> None:
+    decoder = SSEDecoder(max_event_size=64)
+    decoder.feed(b"data: " + b"w" * 50)
+    with pytest.raises(ProviderError, match="over-long event"):
+        decoder.feed(b"w" * 50)
+
+
+def test_events_up_to_the_bound_pass() -> None:
+    data = "v" * 1000
+    events = decode_bounded(f"data: {data}\n\n".encode(), max_event_size=1024)
+    assert events == [ServerSentEvent(data=data)]
+
+
+def test_the_default_bound_fits_large_vendor_events() -> None:
+    # A whole `response.completed` with an image in it runs to megabytes.
+    data = "i" * (8 * 1024 * 1024)
+    assert decode(f"data: {data}\n\n".encode())[0].data == data
+
+
+def decode_bounded(body: bytes, *, max_event_size: int) -> list[ServerSentEvent]:
+    decoder = SSEDecoder(max_event_size=max_event_size)
+    return decoder.feed(body) + decoder.close()
+
+
+class Scanned(bytearray):
+    """A buffer that counts the bytes its line-end searches cover."""
+
+    searched = 0
+
+    def find(self, sub: Any, start: Any = None, end: Any = None) -> int:
+        begin = 0 if start is None else start
+        at = super().find(sub, begin)
+        Scanned.searched += (at if at >= 0 else len(self)) - begin
+        return at
+
+
+def test_a_long_line_in_small_chunks_is_scanned_once() -> None:
+    decoder = SSEDecoder()
+    Scanned.searched = 0
+    decoder._buffer = Scanned()
+    line = b"data: " + b"q" * 200_000 + b"\n\n"
+    events = [event for piece in split(line, [512]) for event in decoder.feed(piece)]
+    assert events == [ServerSentEvent(data="q" * 200_000)]
+    assert Scanned.searched <= 2 * len(line)  # a search each for CR and LF, never a rescan
+
+
+def test_a_long_stream_split_at_every_byte_decodes_the_same() -> None:
+    body = fixture_bytes("openai-responses/reasoning-summary-stream.sse")
+    whole = decode(body)
+    assert whole == reference(body) and len(whole) > 100
+    assert decode(*split(body, [1])) == whole
+    step = max(1, len(body) // 2000)
+    for cut in range(0, len(body), step):
+        assert decode(body[:cut], body[cut:]) == whole, cut

@@ -168,6 +168,17 @@ def test_every_stream_event_round_trips_through_the_union() -> None:
     ]
 
 
+def test_log_probabilities_round_trip_and_are_left_out_of_the_json_when_none() -> None:
+    scores = {"content": [{"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}]}
+    scored = ModelResponse(message=Message.assistant("Hi"), logprobs=scores)
+    for event in (TextDelta(delta="Hi", logprobs=scores), ResponseDone(response=scored)):
+        assert STREAM_EVENT.validate_json(STREAM_EVENT.dump_json(event)) == event
+    assert scored.logprobs == scores
+    assert TextDelta(delta="Hi").logprobs is None
+    assert TextDelta(delta="Hi").model_dump_json() == '{"type":"text","delta":"Hi"}'
+    assert "logprobs" not in ModelResponse(message=Message.assistant("Hi")).model_dump()
+
+
 def test_agent_response_prints_its_output() -> None:
     assert str(AgentResponse(output="Hello!")) == "Hello!"
     assert AgentResponse().schema_version == 1

@@ -34,6 +34,8 @@ class ProviderError(TidemillError):
         code: The provider's error code or type (`model_not_found`,
             `overloaded_error`), when it sent one.
         retryable: Whether the same request may succeed later.
+        retry_after: Seconds the provider asked to wait before trying again
+            (`retry-after`), kept for every retryable status, or `None`.
 
     Examples:
         >>> err = ProviderError("HTTP 404: no such model.", provider="openai", status_code=404)
@@ -51,6 +53,7 @@ class ProviderError(TidemillError):
         code: str | None = None,
         retryable: bool = False,
         hint: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(
             message,
@@ -62,6 +65,7 @@ class ProviderError(TidemillError):
         self.body = body
         self.code = code
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 class RateLimitError(ProviderError):
@@ -93,8 +97,8 @@ class RateLimitError(ProviderError):
             hint=hint
             or "Wait and try again, send fewer requests, or allow more retries with the "
             "model option retry=RetryPolicy(max_retries=...).",
+            retry_after=retry_after,
         )
-        self.retry_after = retry_after
         self.context["retry_after"] = retry_after
 
 

@@ -49,7 +49,9 @@ families. The core stays here: the `Model` interface (`_model`), the
 `HttpModel` base every adapter extends (`_adapter`), which prices each
 answer through `_pricing`, keys and base URLs (`_credentials`), typed
 provider failures (`_failures`), `RetryPolicy` (`_retry`), structured output
-helpers (`_strict_schema`, `_forced_output`), response assembly
+helpers (`_strict_schema`, `_forced_output`), the request fields beyond the
+typed ones and what each API makes of them (`_options`, with each family's
+`_fields`), a tool choice beside a forced output tool (`_tool_choice`), response assembly
 (`_assembly`), `FallbackModel` (`_fallback`), `ScriptedModel` (`_scripted`)
 and its answer with no script (`_offline`), the spec strings that pick a
 model (`_spec`) and the aliases that stand for them (`_aliases`).
@@ -60,13 +62,16 @@ from tidemill.llm._aliases import EVERY_MODEL, ModelAliases
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._fallback import FallbackModel, should_fall_back
 from tidemill.llm._model import (
+    ForcedTool,
     Model,
     ModelRequest,
     ModelSettings,
     ModelStreamEvent,
     OutputFormat,
+    ToolChoice,
 )
 from tidemill.llm._offline import offline_answer
+from tidemill.llm._options import UnsupportedOption
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._scripted import Answer, Handler, ScriptedModel
 from tidemill.llm._spec import (
@@ -101,6 +106,7 @@ __all__ = [
     "CredentialSource",
     "Credentials",
     "FallbackModel",
+    "ForcedTool",
     "GeminiModel",
     "Handler",
     "HttpCall",
@@ -120,6 +126,8 @@ __all__ = [
     "ScriptedModel",
     "ServerSentEvent",
     "StreamParser",
+    "ToolChoice",
+    "UnsupportedOption",
     "VertexGeminiModel",
     "new_http_client",
     "offline_answer",

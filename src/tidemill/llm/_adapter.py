@@ -159,7 +159,7 @@ class HttpModel(Model):
         call = self.build_call(request, stream=True)
         timeout = self.merged_settings(request).get("timeout")
         parser = self.stream_parser()
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(self.provider)
         chunks = self.http.post_stream(
             call.url, call.body, headers=call.headers, time_limit=timeout
         )

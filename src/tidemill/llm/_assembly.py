@@ -24,7 +24,13 @@ from tidemill.types import (
     new_call_id,
 )
 
-__all__ = ["ReasoningBuffer", "ResponseBuilder", "ToolCallBuffer", "parse_arguments"]
+__all__ = [
+    "ReasoningBuffer",
+    "ResponseBuilder",
+    "ToolCallBuffer",
+    "joined_logprobs",
+    "parse_arguments",
+]
 
 
 def parse_arguments(text: str) -> tuple[dict[str, JsonValue], str | None]:
@@ -51,6 +57,38 @@ def parse_arguments(text: str) -> tuple[dict[str, JsonValue], str | None]:
     if isinstance(value, dict):
         return value, None
     return {}, text
+
+
+def joined_logprobs(pieces: list[JsonValue]) -> JsonValue:
+    """One answer's log probabilities, from those of its pieces (a stream's chunks).
+
+    No piece gives `None`, and one piece is the answer's as it came. Several
+    are joined key by key: lists (`content`, `refusal`) one after the other,
+    any other value the last that is not `null`. A piece that is not an
+    object has nothing to join and is left out (its chunk carried it).
+
+    Examples:
+        >>> joined_logprobs([{"content": [{"token": "Hi"}], "refusal": None},
+        ...                  {"content": [{"token": "!"}], "refusal": None}])
+        {'content': [{'token': 'Hi'}, {'token': '!'}], 'refusal': None}
+    """
+    if len(pieces) < 2:
+        return pieces[0] if pieces else None
+    joined: dict[str, JsonValue] = {}
+    copied: set[str] = set()  # lists of `joined` that are its own, not a piece's
+    for piece in pieces:
+        if not isinstance(piece, dict):
+            continue
+        for key, value in piece.items():
+            known = joined.get(key)
+            if isinstance(value, list) and isinstance(known, list):
+                if key not in copied:
+                    known = joined[key] = list(known)
+                    copied.add(key)
+                known.extend(value)
+            elif value is not None or key not in joined:
+                joined[key] = value
+    return joined
 
 
 @dataclass(slots=True)
@@ -117,8 +155,11 @@ class ResponseBuilder:
     text: list[str] = field(default_factory=list)
     reasoning: list[ReasoningBuffer] = field(default_factory=list)
     tool_calls: list[ToolCallBuffer] = field(default_factory=list)
-    usage: Usage = field(default_factory=lambda: Usage(requests=1))
+    usage: Usage = field(default_factory=lambda: Usage(requests=1, unreported_requests=1))
+    """Until the parser finds the provider's usage: one request whose tokens are unknown."""
     finish_reason: FinishReason | None = None
+    logprobs: list[JsonValue] = field(default_factory=list)
+    """The log probabilities of each piece that had some, as the provider sent them."""
 
     def resolved_finish_reason(self) -> FinishReason:
         """The provider's finish reason, or what the content implies when it gave none.
@@ -148,7 +189,7 @@ class ResponseBuilder:
             tool_calls=calls,
             reasoning=tuple(buffer.build() for buffer in self.reasoning),
         )
-        return ModelResponse(
+        response = ModelResponse(
             message=message,
             usage=self.usage,
             finish_reason=finish,
@@ -156,3 +197,9 @@ class ResponseBuilder:
             provider=self.provider,
             response_id=self.response_id,
         )
+        logprobs = joined_logprobs(self.logprobs)
+        if logprobs is None:
+            return response
+        # Parsed JSON already, and large (twenty alternatives a token): kept as it came,
+        # since validating it again would copy it, at some 50 ms a thousand tokens.
+        return response.model_copy(update={"logprobs": logprobs})

@@ -208,6 +208,8 @@ def _build(
     clean_body = redact(body[:_BODY_LIMIT], secrets) if body is not None else None
     code = facts.code
     common = _Common(provider=provider, status_code=status, body=clean_body, code=code)
+    # The wait a vendor asked for is kept on whatever it may retry (a 503 as much as a 429).
+    wait = retry_after if retryable else None
     if status in (401, 403) or code in _AUTH_CODES:
         return AuthenticationError(message, **common, hint=auth_hint)
     if status == 429 or code in _RATE_CODES:
@@ -231,9 +233,10 @@ def _build(
             **common,
             retryable=retryable,
             hint="The provider timed out; try again, or send a shorter request.",
+            retry_after=wait,
         )
     hint = "Check the model id and the base URL." if status == 404 else None
-    return ProviderError(message, **common, retryable=retryable, hint=hint)
+    return ProviderError(message, **common, retryable=retryable, hint=hint, retry_after=wait)
 
 
 def _is_context_message(status: int | None, message: str | None) -> bool:

@@ -6,7 +6,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from pydantic import JsonValue
 
@@ -21,7 +21,15 @@ from tidemill.types import (
     ToolDefinition,
 )
 
-__all__ = ["Model", "ModelRequest", "ModelSettings", "ModelStreamEvent", "OutputFormat"]
+__all__ = [
+    "ForcedTool",
+    "Model",
+    "ModelRequest",
+    "ModelSettings",
+    "ModelStreamEvent",
+    "OutputFormat",
+    "ToolChoice",
+]
 
 ModelStreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | ResponseDone
 """What a model stream yields; the last event is always `ResponseDone`."""
@@ -122,6 +130,23 @@ class OutputFormat:
 
 
 @dataclass(frozen=True, slots=True)
+class ForcedTool:
+    """Make the model call one tool of the request, by its name (`ModelRequest.tool_choice`).
+
+    Examples:
+        >>> ForcedTool("get_weather")
+        ForcedTool(name='get_weather')
+    """
+
+    name: str
+
+
+ToolChoice = Literal["auto", "none", "required"] | ForcedTool
+"""Whether the model must call a tool: it decides (`auto`), calls none (`none`),
+calls at least one (`required`), or calls the one named (`ForcedTool`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """Everything one model call needs."""
 
@@ -132,6 +157,16 @@ class ModelRequest:
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     output_format: OutputFormat | None = None
     """Ask for a JSON answer of this shape (structured output); `None` for plain text."""
+    tool_choice: ToolChoice = "auto"
+    """Whether the model must call one of `tools` (sent only when there are tools)."""
+    options: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Further request parameters by their Chat Completions names (`user`,
+    `presence_penalty`, `logit_bias`, a server's own such as vLLM's `top_k`).
+
+    An OpenAI-format adapter sends each as it is; any other sends those its
+    API has an equivalent for, in its own form, and raises `UnsupportedOption`
+    (`tidemill.llm._options`) for the rest: none is left out unseen.
+    """
 
 
 class Model(ABC):
@@ -161,7 +196,7 @@ class Model(ABC):
         """Make one model call, yielding events as they arrive, `ResponseDone` last."""
         response = await self.request(request)
         if response.message.content:
-            yield TextDelta(delta=response.message.content)
+            yield TextDelta(delta=response.message.content, logprobs=response.logprobs)
         yield ResponseDone(response=response)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default

@@ -88,7 +88,8 @@ def price_usage(usage: Usage, *, provider: str, models: Iterable[str | None]) ->
         >>> price_usage(used, provider="ollama", models=["llama3.2"]).unpriced_requests
         1
     """
-    cost = _cost(usage, provider, models)
+    # No usage reported: its cost is unknown, not the price of zero tokens.
+    cost = None if usage.unreported_requests else _cost(usage, provider, models)
     if cost is None:
         return usage.model_copy(update={"cost_usd": 0.0, "unpriced_requests": usage.requests or 1})
     return usage.model_copy(update={"cost_usd": cost, "unpriced_requests": 0})

@@ -20,7 +20,9 @@ class RetryPolicy:
 
     A call is retried on a status in `statuses`, a dropped or refused
     connection, or a timeout, up to `max_retries` times, but never once
-    the first byte of a stream has arrived. When the provider says how long
+    the first byte of a stream has arrived. This policy is the only thing
+    that sends a model call again: the HTTP transport repeats no POST once
+    it was written (the upstream may have started on it). When the provider says how long
     to wait (`retry-after`, `retry-after-ms`) that wait is used, unless it is
     longer than `max_retry_after`, in which case the error is raised at once
     so the caller can decide.

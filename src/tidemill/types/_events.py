@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 from tidemill.types._agent import AgentResponse
 from tidemill.types._messages import ToolCall, ToolResult
@@ -44,6 +44,14 @@ class TextDelta(_Event):
     """The event's tag in `StreamEvent`: always `"text"`."""
     delta: str
     """The next piece of text."""
+    logprobs: JsonValue = Field(default=None, exclude_if=lambda value: value is None)
+    """The log probabilities of the tokens of this piece, when the request asked
+    for them: the provider's own JSON, as one streamed chunk carried it (a
+    Chat Completions chunk's `choices[0].logprobs`); `None` otherwise, and
+    left out of the JSON then. A chunk with log probabilities but no text
+    (a vendor that scores tool-call tokens too) comes as a `TextDelta` with
+    an empty `delta`.
+    """
 
 
 class ReasoningDelta(_Event):

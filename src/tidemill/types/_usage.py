@@ -12,6 +12,9 @@ __all__ = ["Usage"]
 class Usage(BaseModel):
     """Tokens and requests spent, summed with `+`.
 
+    A request whose provider sent no usage counts in `requests` and in
+    `unreported_requests`, with no tokens: they are unknown, not zero.
+
     Examples:
         >>> total = Usage(input_tokens=10, output_tokens=2, requests=1) + Usage(
         ...     input_tokens=5, output_tokens=1, requests=1
@@ -38,6 +41,8 @@ class Usage(BaseModel):
     """What the priced requests cost, in US dollars."""
     unpriced_requests: int = 0
     """Requests whose price is not known, so `cost_usd` leaves them out."""
+    unreported_requests: int = 0
+    """Requests whose provider reported no usage, so the token counts leave them out."""
 
     @property
     def total_tokens(self) -> int:
@@ -56,7 +61,7 @@ class Usage(BaseModel):
             3
         """
         requests = input_tokens = output_tokens = cache_read = cache_write = reasoning = 0
-        unpriced = 0
+        unpriced = unreported = 0
         cost = 0.0
         for usage in usages:
             requests += usage.requests
@@ -67,6 +72,7 @@ class Usage(BaseModel):
             reasoning += usage.reasoning_tokens
             cost += usage.cost_usd
             unpriced += usage.unpriced_requests
+            unreported += usage.unreported_requests
         return cls(
             requests=requests,
             input_tokens=input_tokens,
@@ -76,4 +82,5 @@ class Usage(BaseModel):
             reasoning_tokens=reasoning,
             cost_usd=cost,
             unpriced_requests=unpriced,
+            unreported_requests=unreported,
         )

@@ -162,6 +162,28 @@ async def test_the_end_of_the_stream_is_what_the_general_path_sends(
     assert fast == general
 
 
+def scored(delta: dict[str, Any], logprobs: Any, finish: str | None = None) -> bytes:
+    """A chunk whose choice carries `logprobs`."""
+    choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+    return (
+        b"data: " + json.dumps({"id": "c1", "model": "m", "choices": [choice]}).encode() + b"\n\n"
+    )
+
+
+async def test_log_probabilities_go_out_alike_on_both_paths(server: ReplayServer) -> None:
+    """Each text chunk's `logprobs` as the upstream's had them, a scored chunk without text too."""
+    hi = {"content": [{"token": "Hi", "logprob": -0.5, "bytes": [72, 105], "top_logprobs": []}]}
+    call = {"content": [{"token": "{}", "logprob": -0.25, "bytes": [123, 125], "top_logprobs": []}]}
+    body = b"".join(
+        [scored({"content": "Hi"}, hi), scored(calls(CALL), call), scored({}, None, "tool_calls")]
+    )
+    fast, general = await both_paths(server, body + USAGE + DONE, "openai:gpt-4o")
+    assert fast == general
+    sent = [json.loads(line[6:]) for line in fast[0].splitlines() if line.startswith(b"data: {")]
+    scores = [c["choices"][0]["logprobs"] for c in sent if c["choices"]]
+    assert scores == [hi, None, call, None]  # text, the call, the scored empty text, the finish
+
+
 async def test_each_request_carries_its_own_headers_though_heads_are_reused(
     server: ReplayServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tidemill.llm.proxy import InvalidRequest, parse_chat_request, parse_json
+from tidemill.llm import ScriptedModel
+from tidemill.llm.proxy import InvalidRequest, check_fields, parse_chat_request, parse_json
 
 
 def parse(**fields: Any) -> Any:
@@ -130,13 +131,14 @@ def test_tools_and_settings_are_read() -> None:
     assert (parsed.model, parsed.stream, parsed.include_usage) == ("openai:gpt-4o", True, True)
 
 
-def test_tool_choice_none_sends_no_tools_and_usage_needs_a_stream() -> None:
+def test_tool_choice_none_keeps_the_tools_and_usage_needs_a_stream() -> None:
     parsed = parse(
         tools=[{"type": "function", "function": {"name": "zoom"}}],
         tool_choice="none",
         stream_options={"include_usage": True},
     )
-    assert parsed.request.tools == ()
+    assert [tool.name for tool in parsed.request.tools] == ["zoom"]
+    assert parsed.request.tool_choice == "none"
     assert (parsed.stream, parsed.include_usage) == (False, False)
 
 
@@ -237,13 +239,13 @@ def test_a_bad_request_names_the_field(body: Any, param: str | None, words: str)
             "tools[1].function.name",
             "Duplicate",
         ),
-        ({"tool_choice": "required"}, "tool_choice", "cannot be honoured"),
+        ({"tool_choice": "required"}, "tool_choice", "has no 'tools'"),
         (
             {"tool_choice": {"type": "function", "function": {"name": "f"}}},
-            "tool_choice",
-            "a named function",
+            "tool_choice.function.name",
+            "not one of 'tools'",
         ),
-        ({"tool_choice": "sometimes"}, "tool_choice", "'auto' and 'none'"),
+        ({"tool_choice": "sometimes"}, "tool_choice", "'auto', 'none', 'required'"),
         ({"temperature": "hot"}, "temperature", "a number"),
         ({"temperature": True}, "temperature", "a number"),
         ({"max_tokens": 0}, "max_tokens", "at least 1"),
@@ -253,7 +255,6 @@ def test_a_bad_request_names_the_field(body: Any, param: str | None, words: str)
         ({"stream": "yes"}, "stream", "a boolean"),
         ({"stream_options": {"include_usage": 1}}, "stream_options.include_usage", "boolean"),
         ({"n": 2}, "n", "one choice"),
-        ({"logprobs": True}, "logprobs", "not supported"),
         ({"modalities": ["text", "audio"]}, "modalities", "Audio"),
         ({"functions": [{"name": "f"}]}, "functions", "legacy"),
     ],
@@ -268,6 +269,23 @@ def test_a_bad_option_names_the_field(fields: dict[str, Any], param: str, words:
 def test_options_that_change_nothing_here_are_accepted() -> None:
     parsed = parse(n=1, response_format={"type": "text"}, logprobs=False, modalities=["text"])
     assert parsed.request.settings == {}
+
+
+def test_log_probabilities_are_options_refused_where_none_come_back() -> None:
+    """`logprobs` and `top_logprobs` go on like any field; a model without `request_fields`
+    (the offline model, one of your own) returns none, so asking for them is a 400 there."""
+    parsed = parse(logprobs=True, top_logprobs=3)
+    assert parsed.request.options == {"logprobs": True, "top_logprobs": 3}
+    check_fields(parse(logprobs=False), ScriptedModel())
+    for fields, param, code in [
+        ({"logprobs": True}, "logprobs", "unsupported_value"),
+        ({"top_logprobs": 0}, "top_logprobs", "unsupported_parameter"),
+        ({"logprobs": False, "top_logprobs": 2}, "top_logprobs", "unsupported_parameter"),
+    ]:
+        with pytest.raises(InvalidRequest) as caught:
+            check_fields(parse(**fields), ScriptedModel())
+        assert (caught.value.param, caught.value.code) == (param, code)
+        assert "no log probabilities" in caught.value.message
 
 
 def test_json_that_does_not_parse_says_where() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 import pytest
 from llm_replay import API_KEY
 
@@ -21,7 +23,15 @@ from tidemill.llm import (
     OpenAIChatModel,
     ScriptedModel,
 )
-from tidemill.llm.proxy import ModelRouter, ProxyError, UnknownModel, create_app, proxy_error
+from tidemill.llm.proxy import (
+    MAX_MODEL_NAME,
+    InvalidRequest,
+    ModelRouter,
+    ProxyError,
+    UnknownModel,
+    create_app,
+    proxy_error,
+)
 
 
 class TestRouter:
@@ -91,11 +101,12 @@ class TestRouter:
         assert (caught.value.status, caught.value.code) == (500, "proxy_misconfigured")
         assert "Did you mean 'base_url'?" in caught.value.message
 
-    def test_a_missing_upstream_key_is_a_401_naming_the_variable(self) -> None:
-        with pytest.raises(ProxyError) as caught:
+    def test_a_missing_upstream_key_is_a_404_that_blames_no_key(self) -> None:
+        with pytest.raises(UnknownModel) as caught:
             ModelRouter().resolve("anthropic:claude-sonnet-4-5")
-        assert caught.value.status == 401
-        assert "ANTHROPIC_API_KEY" in caught.value.message
+        assert (caught.value.status, caught.value.code) == (404, "model_not_found")
+        assert "not served by this proxy" in caught.value.message
+        assert "ANTHROPIC_API_KEY" not in caught.value.message
 
     async def test_aclose_closes_what_it_built_and_leaves_the_rest(self) -> None:
         class Tracked(ScriptedModel):
@@ -143,7 +154,7 @@ class TestRouter:
         (ProviderError("cut", provider="p"), 502, "upstream_error", {}),
         (MalformedToolCall("no name"), 502, "upstream_malformed_tool_call", {}),
         (ConfigurationError("DeepSeek takes text only."), 400, "unsupported_for_model", {}),
-        (MissingCredentialsError("No OPENAI_API_KEY."), 500, "internal_error", {}),
+        (MissingCredentialsError("No OPENAI_API_KEY."), 404, "model_not_found", {}),
         (ScriptExhausted(1), 500, "internal_error", {}),
         (RuntimeError("secret internals"), 500, "internal_error", {}),
     ],
@@ -166,3 +177,78 @@ def test_error_bodies_are_scrubbed_of_keys() -> None:
             "code": None,
         }
     }
+
+
+class TestBounds:
+    """What a client's model names may cost: the suggestions, the cache, the secrets."""
+
+    @pytest.mark.parametrize("name", ["x" * (MAX_MODEL_NAME + 1), "openai:" + "x" * (1 << 20)])
+    def test_an_over_long_name_is_a_400_before_any_suggestion(
+        self, name: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def no_suggestions(*args: object, **kwargs: object) -> list[str]:
+            raise AssertionError("an over-long name was compared")
+
+        monkeypatch.setattr(difflib, "get_close_matches", no_suggestions)
+        router = ModelRouter(aliases={"fast": "openai:gpt-4o-mini"}, allow_unlisted=False)
+        with pytest.raises(InvalidRequest) as caught:
+            router.resolve(name)
+        assert (caught.value.status, caught.value.param) == (400, "model")
+        assert str(MAX_MODEL_NAME) in caught.value.message
+        assert name not in caught.value.message
+
+    def test_a_name_at_the_limit_is_still_read(self) -> None:
+        router = ModelRouter(provider_options={"openai": {"api_key": API_KEY}})
+        name = "openai:" + "m" * (MAX_MODEL_NAME - len("openai:"))
+        assert router.resolve(name).model_name == name.partition(":")[2]
+
+    def test_models_built_for_clients_names_are_bounded(self) -> None:
+        router = ModelRouter(provider_options={"openai": {"api_key": API_KEY}}, max_models=3)
+        first = router.resolve("openai:m0")
+        assert router.resolve("openai:m0") is first
+        for i in range(1, 10):
+            router.resolve(f"openai:m{i}")
+        assert router.resolve("openai:m9") is router.resolve("openai:m9")
+        assert router.resolve("openai:m0") is not first  # dropped, built again
+
+    def test_the_least_recently_used_model_is_dropped_first(self) -> None:
+        router = ModelRouter(provider_options={"openai": {"api_key": API_KEY}}, max_models=2)
+        kept = router.resolve("openai:a")
+        router.resolve("openai:b")
+        assert router.resolve("openai:a") is kept  # used again: now the most recent
+        router.resolve("openai:c")  # drops b
+        assert router.resolve("openai:a") is kept
+
+    def test_aliases_and_listed_models_stay_built(self) -> None:
+        router = ModelRouter(
+            aliases={"fast": "openai:gpt-4o-mini"},
+            provider_options={"openai": {"api_key": API_KEY}},
+            max_models=1,
+        )
+        fast = router.resolve("fast")
+        for i in range(5):
+            router.resolve(f"openai:m{i}")
+        assert router.resolve("fast") is fast
+
+    def test_the_secrets_do_not_grow_with_the_models(self) -> None:
+        router = ModelRouter(provider_options={"openai": {"api_key": API_KEY}})
+        router.resolve("openai:m0")
+        before = router.secrets()
+        for i in range(1, 50):
+            router.resolve(f"openai:m{i}")
+        assert router.secrets() == before
+        assert API_KEY in before
+
+    def test_a_relay_follows_its_model_out_of_the_cache(self) -> None:
+        router = ModelRouter(provider_options={"openai": {"api_key": API_KEY}}, max_models=2)
+        models = [router.resolve(f"openai:m{i}") for i in range(6)]
+        assert len(router._relays) <= 2
+        assert all(router.relay(m) is None for m in models[:4])
+
+    def test_the_secrets_of_a_model_passed_in_are_scrubbed_too(self) -> None:
+        mine = OpenAIChatModel("gpt-4o", api_key="sk-mine-0123456789", base_url="http://u.test")
+        assert "sk-mine-0123456789" in ModelRouter(aliases={"mine": mine}).secrets()
+
+    def test_the_bound_must_be_positive(self) -> None:
+        with pytest.raises(ConfigurationError, match="max_models"):
+            ModelRouter(max_models=0)

@@ -403,12 +403,20 @@ class TestErrors:
         assert "stream" in caught.value.message
         assert isinstance(caught.value.body, dict) and caught.value.body["type"] == "api_error"
 
-    def test_the_proxy_without_an_upstream_key_says_which_variable_to_set(self) -> None:
+    def test_the_proxy_without_an_upstream_key_serves_no_such_model(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
 
-        with serve(create_app()) as url, pytest.raises(openai.AuthenticationError) as caught:
+        with (
+            caplog.at_level("WARNING", logger="tidemill.llm.proxy"),
+            serve(create_app()) as url,
+            pytest.raises(openai.NotFoundError) as caught,
+        ):
             sdk(url).chat.completions.create(model="openai:gpt-4o", messages=HELLO)
-        assert "OPENAI_API_KEY" in caught.value.message
-        assert caught.value.code == "missing_upstream_api_key"
+        assert caught.value.code == "model_not_found"
+        assert "not served by this proxy" in caught.value.message
+        assert "OPENAI_API_KEY" not in caught.value.message  # that is for the operator's log
+        assert any("OPENAI_API_KEY" in r.getMessage() for r in caplog.records)
 
 
 def test_credentials_come_from_the_environment(

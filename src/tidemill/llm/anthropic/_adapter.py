@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import httpx
 from pydantic import JsonValue
@@ -14,15 +13,13 @@ from tidemill.errors import ConfigurationError
 from tidemill.llm._adapter import HttpCall, HttpModel
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._failures import ErrorReporter
-from tidemill.llm._forced_output import (
-    forced_choice,
-    forced_text,
-    forced_text_stream,
-    output_tool,
-)
+from tidemill.llm._forced_output import forced_text, forced_text_stream, output_tool
 from tidemill.llm._json import JsonObject
 from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._options import Body, RequestFields
 from tidemill.llm._retry import RetryPolicy
+from tidemill.llm._tool_choice import ChoiceKind, plan_tool_choice
+from tidemill.llm.anthropic._fields import anthropic_fields, rejects_sampling
 from tidemill.llm.anthropic._stream import PROVIDER, MessagesStreamParser, parse_message
 from tidemill.llm.anthropic._wire import (
     ContentBlock,
@@ -35,7 +32,13 @@ from tidemill.llm.anthropic._wire import (
 )
 from tidemill.types import ImageRef, Message, ModelResponse, Reasoning, Role, ToolDefinition
 
-__all__ = ["ANTHROPIC_SOURCE", "API_VERSION", "AnthropicModel", "build_messages_request"]
+__all__ = [
+    "ANTHROPIC_SOURCE",
+    "API_VERSION",
+    "AnthropicModel",
+    "build_messages_request",
+    "rejects_sampling",
+]
 
 _log = logging.getLogger("tidemill.llm")
 
@@ -167,25 +170,14 @@ class AnthropicModel(HttpModel):
         """A parser for one streamed response."""
         return MessagesStreamParser(self._errors)
 
+    @property
+    def request_fields(self) -> RequestFields:
+        """What the Messages API makes of each request field, for this model."""
+        return anthropic_fields(self.model_name, thinking=self.thinking_budget is not None)
+
     def describe(self) -> dict[str, JsonValue]:
         """Describe the model (never the key)."""
         return {**super().describe(), "api": "messages", "thinking_budget": self.thinking_budget}
-
-
-# Claude generations from Opus 4.7 and the 5 family on refuse sampling settings
-# ("temperature is deprecated for this model") even under anthropic-version
-# 2023-06-01; the 2026-10-21 API version refuses them for every model.
-_NO_SAMPLING = re.compile(r"claude-(opus-4-[7-9]|(opus|sonnet|haiku)-([5-9]|[1-9][0-9]))")
-
-
-def rejects_sampling(model: str) -> bool:
-    """Whether a Claude model refuses `temperature` and `top_p`.
-
-    Examples:
-        >>> rejects_sampling("claude-sonnet-4-5"), rejects_sampling("claude-sonnet-5-5")
-        (False, True)
-    """
-    return _NO_SAMPLING.search(model) is not None
 
 
 def build_messages_request(
@@ -208,7 +200,14 @@ def build_messages_request(
     `tool_choice` that forces it: `{"type": "tool", "name": ...}` alone,
     `{"type": "any"}` beside the request's own tools, and `auto` with
     extended thinking, which refuses forced tool use. `AnthropicModel` turns
-    the call back into the answer's text.
+    the call back into the answer's text. The request's own `tool_choice`
+    becomes `none`, `any` (`required`) or `tool` (a `ForcedTool`), as
+    `plan_tool_choice` settles it with the output tool, and its `options`
+    are sent as `anthropic_fields` says (`user` as `metadata.user_id`, ...).
+
+    Raises:
+        UnsupportedOption: For an option the API has no equivalent for, or a
+            forced tool choice with extended thinking.
 
     Examples:
         >>> from tidemill.types import Message
@@ -223,14 +222,17 @@ def build_messages_request(
     if system:
         body["system"] = "\n\n".join(system)
     body["messages"] = _messages(request.messages)
-    if request.tools:
-        body["tools"] = [_tool(tool) for tool in request.tools]
-    answer_tool = output_tool(request)
-    if answer_tool is not None:
-        body["tools"] = [*body.get("tools", []), _tool(answer_tool)]
-        body["tool_choice"] = _tool_choice(
-            forced_choice(request, can_force=thinking_budget is None), answer_tool.name
-        )
+    plan = plan_tool_choice(
+        request,
+        output_tool(request),
+        provider=PROVIDER,
+        can_force=thinking_budget is None,
+        cannot_force="with extended thinking on, Claude takes only `auto` or `none`.",
+    )
+    if plan.tools:
+        body["tools"] = [_tool(tool) for tool in plan.tools]
+    if plan.kind != "auto" or request.output_format is not None:
+        body["tool_choice"] = _tool_choice(plan.kind, plan.name)
     body["stream"] = stream
     if thinking_budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
@@ -244,6 +246,9 @@ def build_messages_request(
             body["top_p"] = settings["top_p"]
     if "stop" in settings:
         body["stop_sequences"] = list(settings["stop"])
+    if request.options:
+        fields = anthropic_fields(model, thinking=thinking_budget is not None)
+        fields.apply(cast(Body, body), request.options)
     return body
 
 
@@ -326,7 +331,7 @@ def _tool(tool: ToolDefinition) -> ToolParam:
     return ToolParam(name=tool.name, input_schema=tool.parameters)
 
 
-def _tool_choice(choice: str, name: str) -> ToolChoiceParam:
-    if choice == "tool":
-        return {"type": "tool", "name": name}
-    return {"type": "any"} if choice == "any" else {"type": "auto"}
+def _tool_choice(kind: ChoiceKind, name: str | None) -> ToolChoiceParam:
+    if kind == "tool":
+        return {"type": "tool", "name": name or ""}
+    return {"type": kind}

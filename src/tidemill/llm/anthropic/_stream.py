@@ -64,8 +64,13 @@ class _UsageCounts:
     cache_read: int = 0
     output: int = 0
     thinking: int = 0
+    reported: bool = False
+    """Whether any usage arrived; without it the tokens are unknown, not zero."""
 
     def update(self, usage: JsonObject) -> None:
+        if not usage:
+            return
+        self.reported = True
         self.input = _or(get_int(usage, "input_tokens"), self.input)
         self.cache_write = _or(get_int(usage, "cache_creation_input_tokens"), self.cache_write)
         self.cache_read = _or(get_int(usage, "cache_read_input_tokens"), self.cache_read)
@@ -75,6 +80,8 @@ class _UsageCounts:
 
     def usage(self) -> Usage:
         # Anthropic's input_tokens leaves out cached tokens; Usage counts them in.
+        if not self.reported:
+            return Usage(requests=1, unreported_requests=1)
         return Usage(
             requests=1,
             input_tokens=self.input + self.cache_write + self.cache_read,
@@ -242,7 +249,9 @@ def parse_message(payload: JsonObject, errors: ErrorReporter) -> ModelResponse:
     """Parse a whole (non-streamed) Messages response.
 
     Raises:
-        ProviderError: When the body is an error object or has no content.
+        ProviderError: When the body is an error object, has no content
+            list, or has neither content nor a `stop_reason` (Anthropic always
+            says why a whole message stopped).
         MalformedToolCall: When a tool call has no name.
     """
     if get_str(payload, "type") == "error" or "error" in payload:
@@ -250,6 +259,11 @@ def parse_message(payload: JsonObject, errors: ErrorReporter) -> ModelResponse:
     if not isinstance(payload.get("content"), list):
         raise errors.broken(
             f"The {errors.provider} response has no content list.", body=dumps(payload)
+        )
+    if not get_list(payload, "content") and get_str(payload, "stop_reason") is None:
+        raise errors.broken(
+            f"The {errors.provider} response has neither content nor a stop_reason.",
+            body=dumps(payload),
         )
     # A whole message reads like a stream of one start event per complete block.
     parser = MessagesStreamParser(errors)

@@ -22,8 +22,10 @@ from tidemill.llm._failures import ErrorReporter
 from tidemill.llm._forced_output import forced_text, forced_text_stream
 from tidemill.llm._json import JsonObject
 from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._options import RequestFields
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm.anthropic._adapter import build_messages_request, default_max_tokens
+from tidemill.llm.anthropic._fields import anthropic_fields
 from tidemill.llm.anthropic._stream import MessagesStreamParser, parse_message
 from tidemill.llm.google._auth import VERTEX_AUTH_HINT, GoogleHttpModel, VertexSource
 from tidemill.types import ModelResponse
@@ -173,6 +175,11 @@ class AnthropicVertexModel(GoogleHttpModel):
     def stream_parser(self) -> MessagesStreamParser:
         """A parser for one streamed response."""
         return MessagesStreamParser(self._errors)
+
+    @property
+    def request_fields(self) -> RequestFields:
+        """What the Messages API makes of each request field, for this model."""
+        return anthropic_fields(self.model_name, thinking=self.thinking_budget is not None)
 
     def describe(self) -> dict[str, JsonValue]:
         """Describe the model (never the token)."""

@@ -17,6 +17,8 @@ __all__ = [
     "ImageBlock",
     "MessageParam",
     "MessagesRequest",
+    "MetadataParam",
+    "OutputConfigParam",
     "RedactedThinkingBlock",
     "TextBlock",
     "ThinkingBlock",
@@ -92,9 +94,20 @@ class ToolParam(TypedDict):
 
 
 class ToolChoiceParam(TypedDict):
-    type: Literal["auto", "any", "tool"]
+    type: Literal["auto", "any", "tool", "none"]
     name: NotRequired[str]
     """The tool to call, with `type: "tool"`."""
+    disable_parallel_tool_use: NotRequired[bool]
+    """At most one call (`parallel_tool_calls: false`); not with `type: "none"`."""
+
+
+class MetadataParam(TypedDict):
+    user_id: str
+    """An opaque id of the end user (the request's `user` or `safety_identifier`)."""
+
+
+class OutputConfigParam(TypedDict):
+    effort: Literal["low", "medium", "high", "xhigh", "max"]
 
 
 class ThinkingParam(TypedDict):
@@ -114,3 +127,6 @@ class MessagesRequest(TypedDict, total=False):
     temperature: float
     top_p: float
     stop_sequences: list[str]
+    metadata: MetadataParam
+    service_tier: Literal["auto", "standard_only"]
+    output_config: OutputConfigParam

@@ -14,12 +14,11 @@ an ARN; it is percent-encoded into the path (`:` becomes `%3A`, `/` `%2F`).
 
 from __future__ import annotations
 
-import asyncio
 import mimetypes
 import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
-from typing import Literal
+from typing import Literal, cast
 from urllib.parse import quote
 
 import httpx
@@ -29,21 +28,19 @@ from tidemill.errors import ConfigurationError, ContextWindowExceeded, ProviderE
 from tidemill.llm._adapter import HttpCall, HttpModel
 from tidemill.llm._credentials import Credentials
 from tidemill.llm._failures import ErrorReporter
-from tidemill.llm._forced_output import (
-    forced_choice,
-    forced_text,
-    forced_text_stream,
-    output_tool,
-)
+from tidemill.llm._forced_output import forced_text, forced_text_stream, output_tool
 from tidemill.llm._json import JsonObject, dumps
 from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._options import Body, RequestFields
 from tidemill.llm._retry import RetryPolicy
+from tidemill.llm._tool_choice import plan_tool_choice
 from tidemill.llm.bedrock._aws import (
     AWS_AUTH_HINT,
     BearerToken,
     BotocoreKeys,
     resolve_bedrock_access,
 )
+from tidemill.llm.bedrock._fields import bedrock_fields, takes_tool_choice
 from tidemill.llm.bedrock._stream import PROVIDER, ConverseStreamParser, parse_converse
 from tidemill.llm.bedrock._wire import (
     ConverseContentBlock,
@@ -70,7 +67,13 @@ from tidemill.types import (
     ToolDefinition,
 )
 
-__all__ = ["EMPTY_TOOL_RESULT", "SIGNING_NAME", "BedrockModel", "build_converse_request"]
+__all__ = [
+    "EMPTY_TOOL_RESULT",
+    "SIGNING_NAME",
+    "BedrockModel",
+    "build_converse_request",
+    "takes_tool_choice",
+]
 
 SIGNING_NAME = "bedrock"
 """The SigV4 service name of `bedrock-runtime`."""
@@ -124,7 +127,9 @@ class BedrockModel(HttpModel):
             `additionalModelRequestFields` (merged with the thinking setting).
 
     Raises:
-        ConfigurationError: Without a region or credentials, naming what to set.
+        ConfigurationError: Without a model id, a region or credentials, naming
+            what to set (credentials botocore's chain should find are looked
+            for on the first call, which raises when there are none).
 
     Examples:
         >>> model = BedrockModel("us.amazon.nova-micro-v1:0", region="us-east-1",
@@ -155,6 +160,15 @@ class BedrockModel(HttpModel):
         thinking_budget: int | None = None,
         additional_model_request_fields: Mapping[str, JsonValue] | None = None,
     ) -> None:
+        if not model_name.strip():
+            raise ConfigurationError(
+                f"The bedrock model id {model_name!r} is empty: Bedrock names no model "
+                "in the URL then, and there is no default.",
+                hint="Give the model id, inference profile id or ARN: "
+                "'bedrock:<model id>' (e.g. 'bedrock:us.amazon.nova-micro-v1:0') or "
+                "BedrockModel('<model id>').",
+                context={"provider": PROVIDER},
+            )
         access = resolve_bedrock_access(
             credentials,
             region=region,
@@ -198,6 +212,7 @@ class BedrockModel(HttpModel):
             thinking_budget=self.thinking_budget,
             additional_fields=self.additional_model_request_fields,
             force_tools=takes_tool_choice(self.model_name),
+            fields=self.request_fields,
         )
         operation = "converse-stream" if stream else "converse"
         url = f"{self.credentials.base_url}/model/{quote(self.model_name, safe='')}/{operation}"
@@ -214,16 +229,23 @@ class BedrockModel(HttpModel):
 
         The signature covers the host, the date, the session token and the
         exact JSON bytes the HTTP client sends (`tidemill.llm._json.dumps`).
-        Keys from botocore are read in a thread: a refresh may call STS or SSO.
+        Keys from botocore's chain are looked up on the first call, off the
+        event loop (see `BotocoreKeys`).
+
+        Raises:
+            ConfigurationError: `MissingCredentialsError` when botocore's chain
+                finds no keys (remembered for a while: see `BotocoreKeys`).
         """
         auth = self.access.auth
         if isinstance(auth, BearerToken):
             return call
-        keys: AwsKeys = (
-            await asyncio.to_thread(auth.current)
-            if isinstance(auth, BotocoreKeys)
-            else auth.current()
-        )
+        keys: AwsKeys
+        if isinstance(auth, BotocoreKeys):
+            keys = await auth.akeys()
+            if keys.secret_access_key not in self._errors.secrets:  # new keys: scrub them
+                self._scrub(keys)
+        else:
+            keys = auth.current()
         signature = sign_v4(
             "POST",
             call.url,
@@ -233,6 +255,17 @@ class BedrockModel(HttpModel):
             service=SIGNING_NAME,
         )
         return HttpCall(call.url, {**call.headers, **signature}, call.body)
+
+    @property
+    def request_fields(self) -> RequestFields:
+        """What Converse makes of each request field, for this model."""
+        return bedrock_fields(self.model_name, thinking=self.thinking_budget is not None)
+
+    def _scrub(self, keys: AwsKeys) -> None:
+        """Scrub keys botocore found from errors too, as keys given up front are."""
+        found = tuple(k for k in (keys.secret_access_key, keys.session_token) if k)
+        self.http.add_secrets(found)
+        self._errors = ErrorReporter(PROVIDER, (*self._errors.secrets, *found), AWS_AUTH_HINT)
 
     def parse_response(self, payload: JsonObject) -> ModelResponse:
         """Parse a whole Converse response."""
@@ -333,24 +366,6 @@ def translate_bedrock_error(error: ProviderError) -> ProviderError:
 # -- the request body ------------------------------------------------------------------------
 
 
-_TOOL_CHOICE = re.compile(r"(^|[.:/])(anthropic\.claude|amazon\.nova)")
-
-
-def takes_tool_choice(model_id: str) -> bool:
-    """Whether a Bedrock model takes a forcing `toolChoice` (`any` or `tool`).
-
-    Bedrock documents forced tool choice for Anthropic Claude and Amazon Nova
-    models; others are sent the output tool without forcing.
-
-    Examples:
-        >>> takes_tool_choice("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
-        True
-        >>> takes_tool_choice("meta.llama3-70b-instruct-v1:0")
-        False
-    """
-    return _TOOL_CHOICE.search(model_id) is not None
-
-
 def build_converse_request(
     request: ModelRequest,
     *,
@@ -358,6 +373,7 @@ def build_converse_request(
     thinking_budget: int | None = None,
     additional_fields: Mapping[str, JsonValue] | None = None,
     force_tools: bool = True,
+    fields: RequestFields | None = None,
 ) -> ConverseRequest:
     """Build the Converse body for `request`.
 
@@ -374,10 +390,16 @@ def build_converse_request(
     alone, `{"any": {}}` beside the request's own tools). With thinking on,
     or `force_tools=False` (models that refuse a forcing `toolChoice`), it is
     left to the model's choice. `BedrockModel` turns the call back into text.
+    The request's own `tool_choice` becomes `{"any": {}}` (`required`) or
+    `{"tool": ...}` (a `ForcedTool`); Converse has no `none`, so with `none`
+    the request's tools are not sent. Its `options` are sent as `fields`
+    (`bedrock_fields`) says: `metadata` as `requestMetadata`, ...
 
     Raises:
         ConfigurationError: For an image given by an `http(s)` URL, which
             Bedrock cannot fetch (use a `data:` URL or an `s3://` URI).
+        UnsupportedOption: For an option Converse has no equivalent for, or a
+            forced tool choice the model cannot take.
 
     Examples:
         >>> from tidemill.types import Message
@@ -393,22 +415,32 @@ def build_converse_request(
     config = _inference_config(settings)
     if config:
         body["inferenceConfig"] = config
-    tools = [_tool(tool) for tool in request.tools]
-    answer_tool = output_tool(request)
-    if answer_tool is not None:
-        tools.append(_tool(answer_tool))
-    if tools:
-        tool_config = ConverseToolConfig(tools=tools)
-        if answer_tool is not None:
-            choice = forced_choice(request, can_force=force_tools and thinking_budget is None)
-            if choice != "auto":
-                tool_config["toolChoice"] = _tool_choice(choice, answer_tool.name)
+    plan = plan_tool_choice(
+        request,
+        output_tool(request),
+        provider=PROVIDER,
+        can_force=force_tools and thinking_budget is None,
+        cannot_force=(
+            "with extended thinking on, the model takes no forced tool choice."
+            if thinking_budget is not None
+            else "this model takes no forcing toolChoice (Bedrock has it for Anthropic "
+            "Claude and Amazon Nova models)."
+        ),
+        has_none=False,
+    )
+    if plan.tools:
+        tool_config = ConverseToolConfig(tools=[_tool(tool) for tool in plan.tools])
+        if plan.kind in ("any", "tool"):
+            tool_config["toolChoice"] = _tool_choice(plan.kind, plan.name or "")
         body["toolConfig"] = tool_config
-    fields: dict[str, JsonValue] = dict(additional_fields or {})
+    extra: dict[str, JsonValue] = dict(additional_fields or {})
     if thinking_budget is not None:
-        fields["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
-    if fields:
-        body["additionalModelRequestFields"] = fields
+        extra["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+    if extra:
+        body["additionalModelRequestFields"] = extra
+    if request.options:
+        fields = fields or bedrock_fields("", thinking=thinking_budget is not None)
+        fields.apply(cast(Body, body), request.options)
     return body
 
 

@@ -14,6 +14,13 @@ In order, the first that gives an answer wins:
    container and instance roles work as they do for the AWS CLI, and
    temporary credentials are refreshed before they expire.
 
+The first three are read when the model is built. The chain may take
+seconds (it asks the container and instance metadata services before it
+gives up), so it is asked on the model's first call, in a thread, once for
+however many calls wait for it (`BotocoreKeys`): the event loop never waits
+on it. A failed lookup is remembered for `LOOKUP_FAILURE_TTL` seconds, so the
+calls in between fail at once instead of asking again.
+
 The region comes from `region=`, `Credentials.region`, `AWS_REGION`,
 `AWS_DEFAULT_REGION`, then (with botocore) the profile's configured region.
 Botocore is only used to find credentials; requests are signed by Tidemill
@@ -22,9 +29,13 @@ Botocore is only used to find credentials; requests are signed by Tidemill
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import importlib
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +45,7 @@ from tidemill.llm.http._sigv4 import AwsKeys
 
 __all__ = [
     "AWS_AUTH_HINT",
+    "LOOKUP_FAILURE_TTL",
     "BearerToken",
     "BedrockAccess",
     "BotocoreKeys",
@@ -47,6 +59,9 @@ AWS_AUTH_HINT = (
     "expired, and that the model is enabled for the account in this region."
 )
 """What to tell a user whose AWS credentials were refused."""
+
+LOOKUP_FAILURE_TTL = 30.0
+"""Seconds a failed botocore lookup is remembered before the next call asks again."""
 
 _MISSING_HINT = (
     "Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary "
@@ -78,21 +93,123 @@ class StaticKeys:
 
 
 class BotocoreKeys:
-    """Keys from botocore's credential chain, refreshed by botocore when they expire.
+    """Keys from botocore's credential chain, looked up off the event loop, once.
 
-    `current` may block for a refresh (an STS or SSO call), so callers on an
-    event loop run it in a thread.
+    `akeys` runs the lookup in a thread on first use, one lookup for all the
+    calls that wait for it, and keeps what it found; temporary keys are
+    refreshed (in a thread again) only when botocore says they are about to
+    expire. A failed lookup is remembered for `failure_ttl` seconds: `akeys`
+    raises the same error at once until then.
+
+    Args:
+        session: The botocore session to ask.
+        profile: The profile asked for, named by errors.
+        failure_ttl: Seconds a failed lookup is remembered.
+        clock: Monotonic seconds; tests pass their own.
     """
 
-    def __init__(self, credentials: Any, method: str) -> None:
-        self._credentials = credentials
-        self.method = method
-        """Where botocore found them (`shared-credentials-file`, `sso`, `iam-role`, ...)."""
+    def __init__(
+        self,
+        session: Any,
+        profile: str | None,
+        *,
+        failure_ttl: float = LOOKUP_FAILURE_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.failure_ttl = failure_ttl
+        self.clock = clock
+        self.method: str | None = None
+        """Where botocore found the keys (`shared-credentials-file`, `sso`, `iam-role`, ...)."""
+        self._session = session
+        self._profile = profile
+        self._lock = threading.Lock()  # calls may come from several event loops
+        self._credentials: Any = None
+        self._keys: AwsKeys | None = None
+        self._failure: tuple[float, ConfigurationError] | None = None
+        self._pending: concurrent.futures.Future[AwsKeys] | None = None
 
-    def current(self) -> AwsKeys:
-        """The keys to sign with, frozen so the three parts belong together."""
-        frozen = self._credentials.get_frozen_credentials()
+    async def akeys(self) -> AwsKeys:
+        """The keys to sign with, frozen so the three parts belong together.
+
+        Raises:
+            ConfigurationError: `MissingCredentialsError` when the chain finds
+                none; a `ConfigurationError` when botocore fails to load or
+                refresh them.
+        """
+        failure = self._failure
+        if failure is not None and self.clock() - failure[0] < self.failure_ttl:
+            raise _again(failure[1])
+        keys = self._keys
+        if keys is not None and not _refresh_needed(self._credentials):
+            return keys
+        try:
+            # Shielded: a caller that gives up leaves the lookup running for the others.
+            return await asyncio.shield(asyncio.wrap_future(self._lookup()))
+        except ConfigurationError as exc:  # each waiter raises its own copy
+            raise _again(exc) from exc.__cause__
+
+    def _lookup(self) -> concurrent.futures.Future[AwsKeys]:
+        """The lookup in progress, or a new one started in a thread."""
+        with self._lock:
+            pending = self._pending
+            if pending is None:
+                pending = self._pending = concurrent.futures.Future()
+                pending.set_running_or_notify_cancel()
+                thread = threading.Thread(
+                    target=self._run, args=(pending,), name="tidemill-aws-credentials", daemon=True
+                )
+                thread.start()
+            return pending
+
+    def _run(self, pending: concurrent.futures.Future[AwsKeys]) -> None:
+        try:
+            keys = self._find()
+        except ConfigurationError as exc:
+            self._failure = (self.clock(), exc)
+            self._finish(pending)
+            pending.set_exception(exc)
+        except BaseException as exc:  # not remembered: the next call asks again
+            self._finish(pending)
+            pending.set_exception(exc)
+        else:
+            self._keys, self._failure = keys, None
+            self._finish(pending)
+            pending.set_result(keys)
+
+    def _finish(self, pending: concurrent.futures.Future[AwsKeys]) -> None:
+        with self._lock:
+            if self._pending is pending:
+                self._pending = None
+
+    def _find(self) -> AwsKeys:
+        """Blocking: ask the chain (the first time), then freeze the keys (refreshing them)."""
+        if self._credentials is None:
+            found = _botocore_credentials(self._session, self._profile)
+            self.method = str(getattr(found, "method", "botocore"))
+            self._credentials = found
+        exceptions = importlib.import_module("botocore.exceptions")
+        try:
+            frozen = self._credentials.get_frozen_credentials()
+        except exceptions.BotoCoreError as exc:
+            raise ConfigurationError(
+                f"botocore could not refresh the AWS credentials: {exc}",
+                hint="Check the profile's SSO session or role, or " + _MISSING_HINT,
+                context={"provider": "bedrock", "profile": self._profile},
+            ) from exc
         return AwsKeys(str(frozen.access_key), str(frozen.secret_key), frozen.token or None)
+
+
+def _refresh_needed(credentials: Any) -> bool:
+    """Whether botocore's temporary keys are about to expire (static keys never are)."""
+    check = getattr(credentials, "refresh_needed", None)
+    return bool(check()) if callable(check) else False
+
+
+def _again(error: ConfigurationError) -> ConfigurationError:
+    """A fresh copy of a remembered error, so each raise has its own traceback."""
+    copy = type(error)(error.message, hint=error.hint, context=error.context)
+    copy.__cause__ = error.__cause__
+    return copy
 
 
 BedrockAuth = BearerToken | StaticKeys | BotocoreKeys
@@ -130,7 +247,8 @@ def resolve_bedrock_access(
     """Find the region, endpoint and credentials of a Bedrock model.
 
     Raises:
-        ConfigurationError: Without a region or credentials, naming what to set.
+        ConfigurationError: Without a region or credentials, naming what to set
+            (botocore's chain is asked later, by `BotocoreKeys.akeys`).
         MissingDependencyError: When `profile=` is given without botocore installed.
 
     Examples:
@@ -173,7 +291,7 @@ def resolve_bedrock_access(
         or _env(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
         or f"https://bedrock-runtime.{found_region}.amazonaws.com"
     )
-    keys = auth.current() if isinstance(auth, StaticKeys | BotocoreKeys) else None
+    keys = auth.current() if isinstance(auth, StaticKeys) else None  # botocore's: on first use
     resolved = Credentials(
         api_key=auth.token if isinstance(auth, BearerToken) else None,
         base_url=host.rstrip("/"),
@@ -216,8 +334,8 @@ def _auth(
             hint=_MISSING_HINT,
             context={"provider": "bedrock", "env": "AWS_ACCESS_KEY_ID"},
         )
-    found = _botocore_credentials(session, profile)
-    return BotocoreKeys(found, str(getattr(found, "method", "botocore"))), session
+    _check_profile(session, profile)
+    return BotocoreKeys(session, profile), session
 
 
 def _pair(
@@ -248,7 +366,27 @@ def _botocore_session(profile: str | None) -> Any:
     return sessions.Session(profile=profile)
 
 
+def _check_profile(session: Any, profile: str | None) -> None:
+    """Refuse a profile the shared files do not have (reading them is quick, unlike the chain)."""
+    if profile is None:
+        return
+    exceptions = importlib.import_module("botocore.exceptions")
+    try:
+        known = session.available_profiles
+    except exceptions.BotoCoreError as exc:
+        known, problem = [], str(exc)
+    else:
+        problem = f"The config profile ({profile}) could not be found"
+    if profile not in known:
+        raise ConfigurationError(
+            f"botocore could not load AWS credentials: {problem}",
+            hint="Check the profile name and ~/.aws/config, or " + _MISSING_HINT,
+            context={"provider": "bedrock", "profile": profile},
+        )
+
+
 def _botocore_credentials(session: Any, profile: str | None) -> Any:
+    """Blocking: botocore's credential chain (it may ask the network), or an error."""
     exceptions = importlib.import_module("botocore.exceptions")
     try:
         found = session.get_credentials()

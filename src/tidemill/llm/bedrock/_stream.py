@@ -215,7 +215,9 @@ class ConverseStreamParser:
         if event == "messageStop":
             self._stop(get_str(payload, "stopReason"))
         elif event == "metadata":
-            self._builder.usage = parse_converse_usage(get_object(payload, "usage"))
+            usage = get_object(payload, "usage")
+            if usage:  # else the builder's: a request whose usage was not reported
+                self._builder.usage = parse_converse_usage(usage)
             self._done = True
         return []
 

@@ -20,10 +20,12 @@ __all__ = [
     "ConverseImageSource",
     "ConverseInferenceConfig",
     "ConverseMessage",
+    "ConverseOutputConfig",
     "ConverseReasoningContent",
     "ConverseReasoningText",
     "ConverseRequest",
     "ConverseS3Location",
+    "ConverseServiceTier",
     "ConverseSpecificTool",
     "ConverseSystemBlock",
     "ConverseTool",
@@ -134,9 +136,21 @@ class ConverseInferenceConfig(TypedDict, total=False):
     stopSequences: list[str]
 
 
+class ConverseServiceTier(TypedDict):
+    type: Literal["default", "flex", "priority"]
+
+
+class ConverseOutputConfig(TypedDict, total=False):
+    effort: Literal["low", "medium", "high", "xhigh", "max"]
+
+
 class ConverseRequest(TypedDict, total=False):
     messages: Required[list[ConverseMessage]]
     system: list[ConverseSystemBlock]
     inferenceConfig: ConverseInferenceConfig
     toolConfig: ConverseToolConfig
     additionalModelRequestFields: dict[str, JsonValue]
+    requestMetadata: dict[str, str]
+    """Key-value pairs to filter invocation logs by (the request's `metadata`)."""
+    serviceTier: ConverseServiceTier
+    outputConfig: ConverseOutputConfig

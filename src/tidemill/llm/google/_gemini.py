@@ -20,7 +20,7 @@ import os
 import re
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, cast
 from urllib.parse import quote
 
 import httpx
@@ -31,9 +31,11 @@ from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._failures import ErrorReporter
 from tidemill.llm._json import JsonObject
-from tidemill.llm._model import ModelRequest, ModelSettings
+from tidemill.llm._model import ForcedTool, ModelRequest, ModelSettings, ToolChoice
+from tidemill.llm._options import Body, RequestFields
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm.google._auth import VERTEX_AUTH_HINT, GoogleHttpModel, VertexSource
+from tidemill.llm.google._fields import gemini_fields
 from tidemill.llm.google._schema import gemini_parameters, gemini_schema
 from tidemill.llm.google._stream import (
     GeminiStreamParser,
@@ -43,6 +45,7 @@ from tidemill.llm.google._stream import (
 from tidemill.llm.google._wire import (
     GeminiContent,
     GeminiFunctionCall,
+    GeminiFunctionCallingConfig,
     GeminiFunctionDeclaration,
     GeminiFunctionResponse,
     GeminiGenerationConfig,
@@ -132,12 +135,14 @@ class _GeminiBase(GoogleHttpModel):
             thinking["thinkingLevel"] = self.thinking_level
         if self.include_thoughts is not None:
             thinking["includeThoughts"] = self.include_thoughts
+        gemini_3 = bool(_GEMINI_3.search(self.model_name))
         body = build_generate_content_request(
             request,
             settings=self.merged_settings(request),
             thinking=thinking or None,
-            sign_unsigned_calls=bool(_GEMINI_3.search(self.model_name)),
-            output_with_tools=bool(_GEMINI_3.search(self.model_name)),
+            sign_unsigned_calls=gemini_3,
+            output_with_tools=gemini_3,
+            fields=gemini_fields(gemini_3=gemini_3),
         )
         if stream:
             url = self.endpoint("streamGenerateContent") + "?alt=sse"
@@ -145,6 +150,11 @@ class _GeminiBase(GoogleHttpModel):
             url = self.endpoint("generateContent")
         headers = {**self.auth_headers(), **self.credentials.headers}
         return HttpCall(url, headers, body)
+
+    @property
+    def request_fields(self) -> RequestFields:
+        """What `generateContent` makes of each request field, for this model."""
+        return gemini_fields(gemini_3=bool(_GEMINI_3.search(self.model_name)))
 
     def parse_response(self, payload: JsonObject) -> ModelResponse:
         """Parse a whole `generateContent` response."""
@@ -354,6 +364,7 @@ def build_generate_content_request(
     thinking: GeminiThinkingConfig | None = None,
     sign_unsigned_calls: bool = False,
     output_with_tools: bool = False,
+    fields: RequestFields | None = None,
 ) -> GeminiRequest:
     """Build the `generateContent` body for `request`.
 
@@ -372,6 +383,14 @@ def build_generate_content_request(
             with function calling ("Function calling with a response mime type:
             'application/json' is unsupported"), so by default a request with
             tools goes without it and only the prompt asks for the shape.
+        fields: What the request's `options` become (default: those of a
+            model before Gemini 3, `gemini_fields`).
+
+    A `tool_choice` becomes `toolConfig.functionCallingConfig`: mode `NONE`,
+    `ANY`, or `ANY` with the one name in `allowedFunctionNames`.
+
+    Raises:
+        UnsupportedOption: For an option the API has no equivalent for.
 
     An `output_format` becomes `generationConfig.responseMimeType:
     "application/json"` and `responseSchema`, the schema rewritten for Gemini
@@ -393,6 +412,8 @@ def build_generate_content_request(
     declarations = [_declaration(tool) for tool in request.tools]
     if declarations:
         body["tools"] = [{"functionDeclarations": declarations}]
+        if request.tool_choice != "auto":
+            body["toolConfig"] = {"functionCallingConfig": _calling(request.tool_choice)}
     config = _generation_config(settings)
     output = request.output_format
     if output is not None and (output_with_tools or not declarations):
@@ -403,7 +424,16 @@ def build_generate_content_request(
         config["thinkingConfig"] = thinking
     if config:
         body["generationConfig"] = config
+    if request.options:
+        fields = fields or gemini_fields(gemini_3=False)
+        fields.apply(cast(Body, body), request.options)
     return body
+
+
+def _calling(choice: ToolChoice) -> GeminiFunctionCallingConfig:
+    if isinstance(choice, ForcedTool):
+        return {"mode": "ANY", "allowedFunctionNames": [choice.name]}
+    return {"mode": "NONE" if choice == "none" else "ANY"}
 
 
 def _generation_config(settings: ModelSettings) -> GeminiGenerationConfig:

@@ -17,6 +17,7 @@ __all__ = [
     "GeminiContent",
     "GeminiFileData",
     "GeminiFunctionCall",
+    "GeminiFunctionCallingConfig",
     "GeminiFunctionDeclaration",
     "GeminiFunctionResponse",
     "GeminiGenerationConfig",
@@ -25,6 +26,7 @@ __all__ = [
     "GeminiSystemInstruction",
     "GeminiThinkingConfig",
     "GeminiTool",
+    "GeminiToolConfig",
 ]
 
 
@@ -82,6 +84,16 @@ class GeminiTool(TypedDict):
     functionDeclarations: list[GeminiFunctionDeclaration]
 
 
+class GeminiFunctionCallingConfig(TypedDict, total=False):
+    mode: Literal["AUTO", "ANY", "NONE"]
+    allowedFunctionNames: list[str]
+    """With mode `ANY`: the only functions the model may call."""
+
+
+class GeminiToolConfig(TypedDict):
+    functionCallingConfig: GeminiFunctionCallingConfig
+
+
 class GeminiThinkingConfig(TypedDict, total=False):
     includeThoughts: bool
     thinkingBudget: int
@@ -94,6 +106,8 @@ class GeminiGenerationConfig(TypedDict, total=False):
     maxOutputTokens: int
     stopSequences: list[str]
     seed: int
+    presencePenalty: float
+    frequencyPenalty: float
     thinkingConfig: GeminiThinkingConfig
     responseMimeType: str
     responseSchema: dict[str, JsonValue]
@@ -104,4 +118,5 @@ class GeminiRequest(TypedDict, total=False):
     contents: Required[list[GeminiContent]]
     systemInstruction: GeminiSystemInstruction
     tools: list[GeminiTool]
+    toolConfig: GeminiToolConfig
     generationConfig: GeminiGenerationConfig

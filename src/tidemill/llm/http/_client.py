@@ -188,6 +188,10 @@ class HttpClient:
         """The per-request `httpx` limits given at construction; None: the client's own."""
         return self._timeout
 
+    def add_secrets(self, secrets: Sequence[str]) -> None:
+        """Scrub `secrets` from errors too: credentials found after construction (botocore's)."""
+        self._secrets += tuple(s for s in secrets if s and s not in self._secrets)
+
     async def aclose(self) -> None:
         """Close the owned clients; an injected one is left open. A later call opens a new one."""
         here = asyncio.get_running_loop()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import socket
 from typing import cast
 
@@ -115,6 +116,28 @@ class Connection(asyncio.Protocol):
         if self._drained is not None:
             async with asyncio.timeout(within):
                 await asyncio.shield(self._drained)
+
+    def readable(self) -> bool:
+        """Whether the socket holds bytes or an end the loop has not delivered yet.
+
+        An idle connection the server closed a moment ago looks open until the
+        loop next polls it; asked before reusing it, this sees the close
+        already (the check `httpcore` makes before reusing a connection).
+        """
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return False
+        try:
+            fd = sock.fileno()
+            if fd < 0:
+                return True
+            if hasattr(select, "poll"):  # no limit on the descriptor's number, unlike select
+                poller = select.poll()
+                poller.register(fd, select.POLLIN)
+                return bool(poller.poll(0))
+            return bool(select.select([fd], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
 
     def close(self) -> None:
         self.closed = True

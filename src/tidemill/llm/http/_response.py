@@ -32,7 +32,12 @@ class Pool(Protocol):
 
 
 class StaleConnection(Exception):
-    """A reused connection the server had closed before it read the request."""
+    """A reused connection that failed before anything of its request could be processed.
+
+    Raised when it was closed before the request was written, or (for a
+    method safe to repeat) closed with no answer; the request then goes
+    again on a fresh connection.
+    """
 
 
 _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _DONE = range(5)
@@ -218,9 +223,16 @@ async def read_head(
     within: float | None,
     request: httpx.Request | None,
     *,
-    reused: bool,
+    repeatable: bool,
 ) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-    """Read the status line and headers, skipping informational (1xx) answers."""
+    """Read the status line and headers, skipping informational (1xx) answers.
+
+    Raises:
+        StaleConnection: When `repeatable` (a reused connection, a request
+            safe to send again) and the connection closed with no answer.
+        httpx.RemoteProtocolError: When it closed with no answer otherwise,
+            or the head is malformed.
+    """
     buffer = connection.buffer
     while True:
         end = buffer.find(b"\r\n\r\n")
@@ -234,7 +246,7 @@ async def read_head(
         if len(buffer) > _MAX_HEAD:
             raise httpx.RemoteProtocolError("the response head is too long", request=request)
         if connection.closed:
-            if reused and not buffer:
+            if repeatable and not buffer:
                 raise StaleConnection()
             raise httpx.RemoteProtocolError(
                 "Server disconnected without sending a response.", request=request

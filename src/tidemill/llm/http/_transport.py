@@ -22,6 +22,14 @@ and write timeouts of each request; `httpx`'s exception types. A body
 closed early goes back to the pool when its end is already buffered (a
 stream read up to `[DONE]` usually is), so streams do not reconnect.
 
+A request goes again on a fresh connection only when nothing of it can have
+been processed: the pooled connection was found closed before the request
+was written (the socket is checked, not only what the loop has seen), or,
+for a method safe to repeat (`GET`, `PUT`, ...), it closed without a byte of
+answer. A `POST` whose connection closes after it was written is a
+`RemoteProtocolError`: the upstream may have started on it (a model call is
+billed), so the caller's retry policy decides, with its backoff.
+
 What it does not do: HTTP/2, proxies and Unix sockets. `ModelRouter` uses
 `httpx`'s own transport when the environment configures a proxy.
 
@@ -57,6 +65,9 @@ __all__ = [
     "request_head",
     "use_streaming_transport",
 ]
+
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+"""Methods a request of which may be sent twice with the effect of once (RFC 9110, 9.2.2)."""
 
 Timeouts = Mapping[str, float | None]
 """Seconds allowed to `connect`, and for each `read` and `write` (None: no limit)."""
@@ -162,7 +173,7 @@ class StreamingTransport(httpx.AsyncBaseTransport):
                     origin, connection, method, data, timeouts, request, reused=reused
                 )
             except StaleConnection:
-                connection.close()  # the server had closed it while idle: try a fresh one
+                connection.close()  # nothing of the request was processed: try a fresh one
             except BaseException:
                 connection.close()
                 raise
@@ -193,7 +204,7 @@ class StreamingTransport(httpx.AsyncBaseTransport):
         while idle:
             connection = idle.pop()
             expired = now - connection.idle_since > self.keepalive_expiry
-            if connection.closed or connection.buffer or expired:
+            if connection.closed or connection.buffer or expired or connection.readable():
                 connection.close()
             else:
                 return connection
@@ -242,8 +253,10 @@ class StreamingTransport(httpx.AsyncBaseTransport):
             if reused:
                 raise StaleConnection() from exc
             raise httpx.WriteError(str(exc), request=request) from exc
+        # Sent, the request may have been processed even if no answer comes: only a
+        # request that is safe to repeat goes again on a fresh connection (RFC 9110, 9.2.2).
         status, reason, headers = await read_head(
-            connection, timeouts.get("read"), request, reused=reused
+            connection, timeouts.get("read"), request, repeatable=reused and method in _IDEMPOTENT
         )
         length = body_length(method, status, headers)
         keep_alive = not any(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
+from typing import cast
 
 import httpx
 from pydantic import JsonValue
@@ -19,7 +20,14 @@ from tidemill.llm._adapter import HttpCall, HttpModel
 from tidemill.llm._credentials import Credentials
 from tidemill.llm._failures import ErrorReporter
 from tidemill.llm._json import JsonObject, dumps
-from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
+from tidemill.llm._model import (
+    ForcedTool,
+    ModelRequest,
+    ModelSettings,
+    ModelStreamEvent,
+    ToolChoice,
+)
+from tidemill.llm._options import Body, RequestFields
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm.openai._chat_stream import ChatStreamParser, parse_chat_completion
 from tidemill.llm.openai._chat_wire import (
@@ -31,6 +39,7 @@ from tidemill.llm.openai._chat_wire import (
     ChatRequest,
     ChatTool,
     ChatToolCall,
+    ChatToolChoice,
     ChatUserMessage,
 )
 from tidemill.llm.openai._dialects import DIALECTS, OpenAIDialect
@@ -122,8 +131,8 @@ class OpenAIChatModel(HttpModel):
             settings=self.merged_settings(request),
             stream=stream,
         )
-        if self.reasoning_effort is not None:
-            body["reasoning_effort"] = self.reasoning_effort
+        if self.reasoning_effort is not None:  # the request's own, from its options, wins
+            body.setdefault("reasoning_effort", self.reasoning_effort)
         return HttpCall(f"{self.credentials.base_url}/chat/completions", self._headers(), body)
 
     def parse_response(self, payload: JsonObject) -> ModelResponse:
@@ -157,6 +166,11 @@ class OpenAIChatModel(HttpModel):
                     raise
                 raise translated from exc
 
+    @property
+    def request_fields(self) -> RequestFields:
+        """What the API makes of each request field: every one is sent as it is."""
+        return self.dialect.request_fields
+
     def describe(self) -> dict[str, JsonValue]:
         """Describe the model (never the key)."""
         return {**super().describe(), "api": "chat.completions"}
@@ -187,7 +201,13 @@ def build_chat_request(
     An `output_format` becomes `response_format`: `{"type": "json_schema",
     "json_schema": {name, schema, strict}}` (the schema made strict when
     asked), or `{"type": "json_object"}` without a schema or for a vendor
-    that only has JSON mode (DeepSeek).
+    that only has JSON mode (DeepSeek). A `tool_choice` other than `auto`
+    is sent beside the tools; the request's `options` go into the body as
+    they are (`stream_options` beside the `include_usage` set here).
+
+    Raises:
+        UnsupportedOption: For an option that would overwrite a field the
+            request sets already.
 
     Examples:
         >>> from tidemill.types import Message
@@ -200,6 +220,8 @@ def build_chat_request(
     body = ChatRequest(model=model, messages=_messages(request.messages, dialect))
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
+        if request.tool_choice != "auto":
+            body["tool_choice"] = _tool_choice(request.tool_choice)
     if request.output_format is not None:
         body["response_format"] = dialect.response_format(request.output_format)
     body["stream"] = stream
@@ -215,7 +237,15 @@ def build_chat_request(
         body["stop"] = list(settings["stop"])
     if "seed" in settings:
         body[dialect.seed_field] = settings["seed"]
+    if request.options:
+        dialect.request_fields.apply(cast(Body, body), request.options)
     return body
+
+
+def _tool_choice(choice: ToolChoice) -> ChatToolChoice:
+    if isinstance(choice, ForcedTool):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
 
 
 def _messages(messages: Sequence[Message], dialect: OpenAIDialect) -> list[ChatMessage]:

@@ -18,11 +18,17 @@ What it copes with, from recorded traffic:
   the finish chunk (DeepSeek, Groq, Mistral), cache hits as
   `cached_tokens` or `prompt_cache_hit_tokens`;
 - an error object or `finish_reason: "error"` inside a 200 stream.
+
+A choice's `logprobs` (when the request asked for them) is kept as it came,
+on the chunk's first `TextDelta` and, joined, on the response.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
+
+from pydantic import JsonValue
 
 from tidemill.llm._adapter import Delta
 from tidemill.llm._assembly import ReasoningBuffer, ResponseBuilder, ToolCallBuffer
@@ -161,7 +167,11 @@ class ChatStreamParser:
         for choice in iter_objects(get_list(chunk, "choices")):
             if get_int(choice, "index") not in (None, 0):
                 continue  # n > 1: only the first choice is kept
-            deltas += self._delta(get_object(choice, "message" if whole else "delta"))
+            found = self._delta(get_object(choice, "message" if whole else "delta"))
+            logprobs = choice.get("logprobs")
+            if logprobs is not None:  # asked for: the choice's own, as it came
+                found = self._scored(found, logprobs)
+            deltas += found
             self._finish(choice)
         return deltas
 
@@ -249,6 +259,18 @@ class ChatStreamParser:
                 call = self._tool_fragment(fragment)
                 if call is not None:
                     deltas.append(call)
+        return deltas
+
+    def _scored(self, deltas: list[Delta], found: object) -> list[Delta]:
+        """`deltas`, the chunk's log probabilities on its first text delta (else on a new one)."""
+        logprobs = cast(JsonValue, found)  # decoded from the chunk's JSON: a JSON value
+        self._builder.logprobs.append(logprobs)
+        for at, delta in enumerate(deltas):
+            if isinstance(delta, TextDelta):
+                # Parsed JSON already: no need to validate it again.
+                deltas[at] = TextDelta.model_construct(delta=delta.delta, logprobs=logprobs)
+                return deltas
+        deltas.append(TextDelta.model_construct(delta="", logprobs=logprobs))
         return deltas
 
     def _parts(self, parts: list[object]) -> list[Delta]:

@@ -23,6 +23,8 @@ __all__ = [
     "ChatJsonSchema",
     "ChatJsonSchemaFormat",
     "ChatMessage",
+    "ChatNamedFunction",
+    "ChatNamedToolChoice",
     "ChatRequest",
     "ChatResponseFormat",
     "ChatStreamOptions",
@@ -30,6 +32,7 @@ __all__ = [
     "ChatTextPart",
     "ChatTool",
     "ChatToolCall",
+    "ChatToolChoice",
     "ChatToolMessage",
     "ChatUserMessage",
 ]
@@ -105,6 +108,18 @@ class ChatTool(TypedDict):
     function: ChatFunction
 
 
+class ChatNamedFunction(TypedDict):
+    name: str
+
+
+class ChatNamedToolChoice(TypedDict):
+    type: Literal["function"]
+    function: ChatNamedFunction
+
+
+ChatToolChoice = Literal["none", "auto", "required"] | ChatNamedToolChoice
+
+
 class ChatStreamOptions(TypedDict):
     include_usage: bool
 
@@ -132,6 +147,7 @@ class ChatRequest(TypedDict, total=False):
     model: Required[str]
     messages: Required[list[ChatMessage]]
     tools: list[ChatTool]
+    tool_choice: ChatToolChoice
     stream: bool
     stream_options: ChatStreamOptions
     temperature: float

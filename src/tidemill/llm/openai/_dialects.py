@@ -16,11 +16,15 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+from functools import cached_property
 from typing import ClassVar, Literal
+
+from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError, MalformedToolCall, ProviderError
 from tidemill.llm._credentials import CredentialSource
 from tidemill.llm._model import OutputFormat
+from tidemill.llm._options import Body, FieldRule, RequestFields, put, setting
 from tidemill.llm._strict_schema import openai_schema
 from tidemill.llm.openai._chat_wire import ChatAssistantMessage, ChatJsonSchema, ChatResponseFormat
 from tidemill.types import ImageRef, Message
@@ -84,6 +88,38 @@ class OpenAIDialect:
         """Turn a provider error into the exception to raise (by default, itself)."""
         return error
 
+    @cached_property
+    def request_fields(self) -> RequestFields:
+        """What this API makes of each request field: every field is sent as it is.
+
+        The typed fields are written by `build_chat_request` under the
+        vendor's names (`max_tokens_field`, `seed_field`); any other field of
+        `ModelRequest.options` goes into the body unchanged.
+        """
+        limit = f"`{self.max_tokens_field}`"
+        seed = "as is" if self.seed_field == "seed" else f"`{self.seed_field}`"
+        usage = (
+            "as is, with `include_usage` as the proxy needs it"
+            if self.stream_usage
+            else "as is, without `include_usage` (usage is reported unasked)"
+        )
+        rules = {
+            "temperature": setting("as is"),
+            "top_p": setting("as is"),
+            "max_tokens": setting(limit),
+            "max_completion_tokens": setting(limit),
+            "stop": setting("as is"),
+            "seed": setting(seed),
+            "tools": setting("as is"),
+            "tool_choice": setting("as is"),
+            "response_format": setting(self.response_format_words),
+            "stream_options": FieldRule(usage, send=_merge_stream_options),
+        }
+        return RequestFields(self.name, rules)
+
+    response_format_words: ClassVar[str] = "as is"
+    """What `response_format` becomes, for the proxy's parameter table."""
+
     def response_format(self, output: OutputFormat) -> ChatResponseFormat:
         """The `response_format` asking for `output`: a `json_schema`, or `json_object` mode.
 
@@ -133,6 +169,7 @@ class DeepSeekDialect(OpenAIDialect):
         "deepseek", "DEEPSEEK_API_KEY", "https://api.deepseek.com", base_url_env="DEEPSEEK_BASE_URL"
     )
     max_tokens_field = "max_tokens"
+    response_format_words = "`json_object` (JSON mode only: a schema is not sent)"
 
     def check_image(self, image: ImageRef) -> None:
         """DeepSeek's chat API takes text only."""
@@ -268,6 +305,16 @@ DIALECTS: dict[str, OpenAIDialect] = {
     )
 }
 """The built-in dialects by provider name."""
+
+
+def _merge_stream_options(value: JsonValue, body: Body) -> None:
+    """The client's `stream_options`, beside the `include_usage` the builder set."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            put(body, ("stream_options", key), item)
+    else:
+        put(body, "stream_options", value)
+
 
 _MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
 _ALPHABET = string.ascii_letters + string.digits

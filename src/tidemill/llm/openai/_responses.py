@@ -11,6 +11,7 @@ tool calls without server-side state.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import httpx
 from pydantic import JsonValue
@@ -19,9 +20,11 @@ from tidemill.llm._adapter import HttpCall, HttpModel
 from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._failures import ErrorReporter
 from tidemill.llm._json import JsonObject, dumps
-from tidemill.llm._model import ModelRequest, ModelSettings, OutputFormat
+from tidemill.llm._model import ForcedTool, ModelRequest, ModelSettings, OutputFormat
+from tidemill.llm._options import Body, RequestFields
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._strict_schema import openai_schema
+from tidemill.llm.openai._responses_fields import responses_fields
 from tidemill.llm.openai._responses_stream import (
     PROVIDER,
     ResponsesStreamParser,
@@ -165,6 +168,11 @@ class OpenAIResponsesModel(HttpModel):
         """A parser for one streamed response."""
         return ResponsesStreamParser(self._errors)
 
+    @property
+    def request_fields(self) -> RequestFields:
+        """What the Responses API makes of each request field."""
+        return responses_fields()
+
     def describe(self) -> dict[str, JsonValue]:
         """Describe the model (never the key)."""
         return {**super().describe(), "api": "responses", "store": self.store}
@@ -212,6 +220,14 @@ def build_responses_request(
         body["top_p"] = settings["top_p"]
     if "max_tokens" in settings:
         body["max_output_tokens"] = settings["max_tokens"]
+    wire = cast(Body, body)
+    if request.tools and request.tool_choice != "auto":
+        choice = request.tool_choice
+        wire["tool_choice"] = (
+            {"type": "function", "name": choice.name} if isinstance(choice, ForcedTool) else choice
+        )
+    if request.options:  # as `responses_fields` says: most as they are
+        responses_fields().apply(wire, request.options)
     return body
 
 

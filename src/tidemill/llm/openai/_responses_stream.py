@@ -17,12 +17,19 @@ both are read by one accumulator, item by item.
 - `message` items give the text, a `refusal` part included (the response
   then finishes with `content_filter`);
 - usage counts cached and reasoning tokens; `response.incomplete` for
-  `max_output_tokens` finishes with `length`.
+  `max_output_tokens` finishes with `length`;
+- the log probabilities of a text part or delta (asked for with `include:
+  ["message.output_text.logprobs"]`) become Chat Completions' `{"content":
+  [...], "refusal": null}`, the list as it came (a delta's entries have no
+  `bytes`: the stream leaves them out).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
+
+from pydantic import JsonValue
 
 from tidemill.llm._adapter import Delta
 from tidemill.llm._assembly import ReasoningBuffer, ResponseBuilder, ToolCallBuffer
@@ -233,7 +240,7 @@ class ResponsesStreamParser:
                 self._refused = True
             if text:
                 self._builder.text.append(text)
-                deltas.append(TextDelta(delta=text))
+                deltas.append(self._scored(text, None if refusal else part.get("logprobs")))
         return deltas
 
     def _text(self, payload: JsonObject, *, refusal: bool) -> list[Delta]:
@@ -245,7 +252,20 @@ class ResponsesStreamParser:
             return []
         record.streamed_text = True
         self._builder.text.append(text)
-        return [TextDelta(delta=text)]
+        return [self._scored(text, None if refusal else payload.get("logprobs"))]
+
+    def _scored(self, text: str, logprobs: object) -> TextDelta:
+        """A text delta, with the log probabilities of its tokens in Chat Completions' form.
+
+        The Responses API sends `logprobs: []` when none were asked for: those are no scores.
+        """
+        if not isinstance(logprobs, list) or not logprobs:
+            return TextDelta(delta=text)
+        # Decoded from the event's JSON: a JSON value.
+        scored: JsonValue = {"content": cast(JsonValue, logprobs), "refusal": None}
+        self._builder.logprobs.append(scored)
+        # Parsed JSON already: no need to validate it again.
+        return TextDelta.model_construct(delta=text, logprobs=scored)
 
     def _arguments(self, payload: JsonObject) -> list[Delta]:
         record = self._item(

@@ -10,9 +10,13 @@ the answer written back in OpenAI's format, streamed or not. It needs the
 Who owns what: `_request` and `_messages` read requests; `_response` and
 `_chunks` write answers (`_wire` holds their shapes); `_errors` maps every
 failure to an HTTP status and OpenAI's error body; `_router` turns model
-names into models; `_streaming` sends a stream with keep-alives; `_relay` is
-the fast path for streams from OpenAI-format upstreams, over the provider
-layer's lean HTTP/1.1 client (`tidemill.llm.http._transport`); `_app` wires the routes.
+names into models (`_secrets` keeps what to scrub from answers, `_notices`
+what the operator must hear once); `_files` decides which image URLs may go
+upstream; `_streaming` sends a stream with keep-alives; `_disconnect` stops
+the work of a client that left; `_relay` is the fast path for streams from
+OpenAI-format upstreams, over the provider layer's lean HTTP/1.1 client
+(`tidemill.llm.http._transport`); `_access` writes the access log; `_app`
+wires the routes.
 
 Examples:
     >>> from tidemill.llm import ScriptedModel
@@ -31,26 +35,42 @@ except ImportError as exc:  # pragma: no cover - exercised with the extra uninst
         "starlette", extra="proxy", feature="The OpenAI-compatible proxy"
     ) from exc
 
-from tidemill.llm.proxy._app import DEFAULT_KEEPALIVE, MAX_BODY_BYTES, create_app
+from tidemill.llm.proxy._app import (
+    DEFAULT_KEEPALIVE,
+    DEFAULT_READ_TIMEOUT,
+    MAX_BODY_BYTES,
+    create_app,
+)
 from tidemill.llm.proxy._chunks import DONE, ChunkEncoder, error_event
 from tidemill.llm.proxy._errors import InvalidRequest, ProxyError, UnknownModel, proxy_error
-from tidemill.llm.proxy._request import ChatCompletionRequest, parse_chat_request, parse_json
+from tidemill.llm.proxy._files import FilePolicy
+from tidemill.llm.proxy._request import (
+    ChatCompletionRequest,
+    check_fields,
+    parse_chat_request,
+    parse_json,
+)
 from tidemill.llm.proxy._response import completion_body, usage_body
-from tidemill.llm.proxy._router import ModelRouter
+from tidemill.llm.proxy._router import DEFAULT_MAX_MODELS, MAX_MODEL_NAME, ModelRouter
 from tidemill.llm.proxy._streaming import KEEPALIVE, EventStreamResponse
 
 __all__ = [
     "DEFAULT_KEEPALIVE",
+    "DEFAULT_MAX_MODELS",
+    "DEFAULT_READ_TIMEOUT",
     "DONE",
     "KEEPALIVE",
     "MAX_BODY_BYTES",
+    "MAX_MODEL_NAME",
     "ChatCompletionRequest",
     "ChunkEncoder",
     "EventStreamResponse",
+    "FilePolicy",
     "InvalidRequest",
     "ModelRouter",
     "ProxyError",
     "UnknownModel",
+    "check_fields",
     "completion_body",
     "create_app",
     "error_event",

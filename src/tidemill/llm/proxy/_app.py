@@ -8,32 +8,46 @@ unknown paths and methods, is answered in OpenAI's error shape.
 `POST` to a chat path goes straight to its handler, a plain ASGI callable that
 reads the scope's headers and the body itself, without Starlette's middleware
 stack, router and `Request` (about a tenth of a request's own work); every
-other request, and the lifespan, go through Starlette.
+other request, and the lifespan, go through Starlette. In front of both sit
+the access log (`_access`) and, when origins are configured, CORS.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import hmac
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tidemill.errors import ConfigurationError
 from tidemill.llm._json import dumps
 from tidemill.llm._pricing import load_prices
 from tidemill.llm._spec import parse_model_spec
-from tidemill.llm.proxy._chunks import ChunkEncoder
+from tidemill.llm.proxy._access import AccessLog, MeteredEncoder, access_record
+from tidemill.llm.proxy._disconnect import CancelOnDisconnect
 from tidemill.llm.proxy._errors import InvalidRequest, ProxyError, proxy_error
-from tidemill.llm.proxy._request import parse_chat_request, parse_json
+from tidemill.llm.proxy._files import FilePolicy
+from tidemill.llm.proxy._limits import (
+    MAX_BODY_BYTES,
+    MAX_DEPTH,
+    MAX_MESSAGES,
+    MAX_VALUES,
+    RequestLimits,
+    parse_body,
+)
+from tidemill.llm.proxy._request import check_fields
 from tidemill.llm.proxy._response import completion_body, completion_id, now
 from tidemill.llm.proxy._router import ModelRouter
 from tidemill.llm.proxy._streaming import (
@@ -44,13 +58,13 @@ from tidemill.llm.proxy._streaming import (
 )
 from tidemill.llm.proxy._wire import ModelCard, ModelList
 
-__all__ = ["DEFAULT_KEEPALIVE", "MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_KEEPALIVE", "DEFAULT_READ_TIMEOUT", "MAX_BODY_BYTES", "create_app"]
 
 DEFAULT_KEEPALIVE = 15.0
 """Seconds of upstream silence before a streamed answer gets a keep-alive comment."""
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
-"""The largest request body accepted (images travel inline as `data:` URLs)."""
+DEFAULT_READ_TIMEOUT = 60.0
+"""Seconds a client has to send its whole request body once its headers are in."""
 
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
@@ -61,6 +75,13 @@ def create_app(
     keepalive: float = DEFAULT_KEEPALIVE,
     api_key: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    max_messages: int = MAX_MESSAGES,
+    max_depth: int = MAX_DEPTH,
+    max_values: int = MAX_VALUES,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    cors_origins: Sequence[str] = (),
+    allow_file_prefixes: Sequence[str] = (),
+    access_log: bool = True,
 ) -> Starlette:
     """Build the OpenAI-compatible proxy as an ASGI app.
 
@@ -69,10 +90,26 @@ def create_app(
             spec string is served, with credentials from the environment.
         keepalive: Seconds of upstream silence before a `: keep-alive` comment.
         api_key: When set, clients must send it as `Authorization: Bearer <key>`.
-        max_body_bytes: The largest request body accepted.
+        max_body_bytes: The largest request body accepted (a 413 past it).
+        max_messages: The most messages a request may hold (a 400 past it).
+        max_depth: How deeply objects and arrays may nest in a body (a 400 past it).
+        max_values: The most JSON values a body may hold, counted before it
+            is parsed as its commas and opening brackets (a 413 past it).
+        read_timeout: Seconds a client has to send its whole body; a slower
+            one is answered 408 and its connection closed.
+        cors_origins: Browser origins allowed to call the proxy
+            (`https://app.example`, or `*` for any); none by default.
+        allow_file_prefixes: Stored files clients may send as images, which
+            the upstream reads with the proxy's own credentials (`s3://bucket`,
+            `gs://bucket/folder/`); none by default (`FilePolicy`).
+        access_log: Write a line per request on the `tidemill.llm.proxy.access`
+            logger, with the model, tokens, cost and latency.
 
     Raises:
-        ConfigurationError: For a keep-alive interval that is not positive.
+        ConfigurationError: For a keep-alive interval or read timeout that is
+            not positive, an origin that is not `scheme://host[:port]`, a
+            file prefix that names no bucket, or a limit that is not a
+            positive whole number.
 
     Examples:
         >>> from starlette.testclient import TestClient
@@ -89,8 +126,20 @@ def create_app(
             f"The keep-alive interval must be positive, not {keepalive!r}.",
             hint="Pass keepalive= in seconds, e.g. 15.",
         )
+    if not read_timeout > 0:
+        raise ConfigurationError(
+            f"The read timeout must be positive, not {read_timeout!r}.",
+            hint="Pass read_timeout= in seconds, e.g. 60.",
+        )
     router = router or ModelRouter()
-    chat = _ChatCompletions(router, keepalive=keepalive, api_key=api_key, limit=max_body_bytes)
+    chat = _ChatCompletions(
+        router,
+        keepalive=keepalive,
+        api_key=api_key,
+        limits=RequestLimits(max_body_bytes, max_messages, max_depth, max_values),
+        read_timeout=read_timeout,
+        files=FilePolicy(allow_file_prefixes),
+    )
     models = _Models(router, api_key=api_key)
 
     @asynccontextmanager
@@ -111,6 +160,8 @@ def create_app(
     routes.append(Route("/health", _health, methods=["GET"]))
     return _ProxyApp(
         chat,
+        cors_origins=[_origin(origin) for origin in cors_origins],
+        access_log=access_log,
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},
@@ -123,13 +174,34 @@ class _ProxyApp(Starlette):
     The chat handler answers every failure itself, in OpenAI's shape, so
     Starlette's error middleware has nothing to add there; a path under a
     `root_path` still goes through Starlette's router, which knows how to strip it.
+    The access log and CORS wrap both.
     """
 
-    def __init__(self, chat: _ChatCompletions, **options: Any) -> None:
+    def __init__(
+        self,
+        chat: _ChatCompletions,
+        *,
+        cors_origins: Sequence[str],
+        access_log: bool,
+        **options: Any,
+    ) -> None:
         super().__init__(**options)
         self._chat = chat
+        entry: ASGIApp = self._dispatch
+        if cors_origins:
+            entry = CORSMiddleware(
+                entry,
+                allow_origins=cors_origins,
+                allow_methods=["GET", "POST"],
+                allow_headers=["*"],  # the SDKs send headers of their own (x-stainless-*)
+                expose_headers=["retry-after", "retry-after-ms"],
+            )
+        self._entry = AccessLog(entry) if access_log else entry
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._entry(scope, receive, send)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] == "http"
             and scope["method"] == "POST"
@@ -153,6 +225,19 @@ def _settle() -> None:
     gc.freeze()
 
 
+def _origin(text: str) -> str:
+    """A CORS origin, checked: `*`, or `scheme://host[:port]` with nothing after."""
+    if text == "*":
+        return text
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path or parts.query:
+        raise ConfigurationError(
+            f"The CORS origin {text!r} is not an origin.",
+            hint="Write it as scheme://host[:port], e.g. https://app.example, or * for any.",
+        )
+    return text
+
+
 def _check_key(expected: str | None, authorization: str | None) -> None:
     if expected is None:
         return
@@ -172,24 +257,42 @@ class _ChatCompletions:
     """`POST /chat/completions`, as a plain ASGI app so a stream is sent as it arrives."""
 
     def __init__(
-        self, router: ModelRouter, *, keepalive: float, api_key: str | None, limit: int
+        self,
+        router: ModelRouter,
+        *,
+        keepalive: float,
+        api_key: str | None,
+        limits: RequestLimits,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        files: FilePolicy | None = None,
     ) -> None:
         self.router = router
         self.keepalive = keepalive
         self.api_key = api_key
-        self.limit = limit
+        self.limits = limits
+        self.limit = limits.max_body_bytes
+        self.read_timeout = read_timeout
+        self.files = files or FilePolicy()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        record = access_record(scope)
         try:
             authorization, declared = _request_headers(scope)
             _check_key(self.api_key, authorization)
             body = await self._body(receive, declared)
             if body is None:  # the client left before it sent its whole request
                 return
-            parsed = parse_chat_request(parse_json(body))
+            payload, parsed = await parse_body(body, self.limits)
+            if record is not None:
+                record.model_name = parsed.model
+            self.files.check(parsed.request.messages, payload)
             model = self.router.resolve(parsed.model)
+            check_fields(parsed, model)
+            if record is not None:
+                record.model = model
             if parsed.stream:
-                encoder = ChunkEncoder(
+                encoder = MeteredEncoder(
+                    record,
                     model=parsed.model,
                     response_id=completion_id(),
                     created=now(),
@@ -215,7 +318,13 @@ class _ChatCompletions:
             return
         response_id, created = completion_id(), now()
         try:
-            response = await model.request(parsed.request)
+            # A client that gives up cancels the upstream call, as a stream's does.
+            async with CancelOnDisconnect(receive) as watch:
+                response = await model.request(parsed.request)
+            if watch.gone:
+                return
+            if record is not None:
+                record.usage = response.usage
             answer = completion_body(
                 response, model=parsed.model, response_id=response_id, created=created
             )
@@ -229,10 +338,24 @@ class _ChatCompletions:
         """The request body; None when the client disconnected first.
 
         Raises:
-            ProxyError: A 413 when the body is (or says it is) larger than the limit.
+            ProxyError: A 413 when the body is (or says it is) larger than the
+                limit; a 408, closing the connection, when it has not all
+                arrived within the read timeout.
         """
         if declared.isdigit() and int(declared) > self.limit:
             raise self._too_large()
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                return await self._read(receive)
+        except TimeoutError:
+            raise ProxyError(
+                f"The request body did not arrive within {self.read_timeout:g} seconds.",
+                status=408,
+                code="request_timeout",
+                headers={"connection": "close"},
+            ) from None
+
+    async def _read(self, receive: Receive) -> bytes | None:
         parts: list[bytes] = []
         size = 0
         while True:
@@ -256,7 +379,7 @@ class _ChatCompletions:
 
     async def _fail(self, send: Send, exc: Exception) -> None:
         error = proxy_error(_as_request_error(exc))
-        log_failure(exc, error)
+        log_failure(exc, error, self.router.secrets())
         await error_response(send, error, self.router.secrets())
 
 

@@ -5,11 +5,14 @@ events, in the order OpenAI sends them: a first chunk with the assistant
 role, then content, `reasoning_content` and `tool_calls` deltas (a call's
 first delta carries its `index`, `id`, `type` and `name`; later ones only
 argument fragments), a chunk with the finish reason, a usage chunk with
-`choices: []` when the client asked for one, and `data: [DONE]`.
+`choices: []` when the client asked for one (and the upstream reported
+usage: unknown counts are not sent as zeros), and `data: [DONE]`.
 
 Text deltas are by far the most frequent event, so their bytes are the
 stream's fixed prefix and suffix around the JSON-encoded text, rather than
-a whole chunk object encoded each time.
+a whole chunk object encoded each time. A text delta with log probabilities
+(`TextDelta.logprobs`, when the client asked for them) carries them in its
+chunk's `logprobs`, as the upstream sent them; every other chunk has `null`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,12 @@ import json
 from typing import get_args
 
 from tidemill.llm._model import ModelStreamEvent
-from tidemill.llm.proxy._response import finish_reason, tool_call_arguments, usage_body
+from tidemill.llm.proxy._response import (
+    finish_reason,
+    reported,
+    tool_call_arguments,
+    usage_body,
+)
 from tidemill.llm.proxy._wire import (
     ChunkDelta,
     ChunkToolCall,
@@ -128,6 +136,8 @@ class ChunkEncoder:
     def event(self, event: ModelStreamEvent) -> bytes:
         """The events for one model stream event (empty bytes for none)."""
         if isinstance(event, TextDelta):
+            if event.logprobs is not None:
+                return self._scored_text(event)
             if not event.delta:
                 return b""
             self._saw_text = True
@@ -144,9 +154,12 @@ class ChunkEncoder:
         return self._unstreamed(response) + self.closing(response.finish_reason, response.usage)
 
     def closing(self, reason: FinishReason, usage: Usage) -> bytes:
-        """The closing events of an answer streamed in full: the finish reason, usage, `[DONE]`."""
+        """The closing events of an answer streamed in full: the finish reason, usage, `[DONE]`.
+
+        The usage chunk is left out when the upstream reported no usage.
+        """
         parts = [self._head, _FINISHED[finish_reason(reason)], self._tail]
-        if self.include_usage:  # the chunk's fields, then `"choices":[]` and the usage
+        if self.include_usage and reported(usage):  # the fields, `"choices":[]`, the usage
             parts += (self._head, b'[],"usage":', _dumps(usage_body(usage)), b"}\n\n")
         parts.append(DONE)
         return b"".join(parts)
@@ -169,6 +182,20 @@ class ChunkEncoder:
     def _delta(self, delta: ChunkDelta, reason: OpenAIFinishReason | None = None) -> bytes:
         choice = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}]
         return self._head + _dumps(choice) + self._tail
+
+    def _scored_text(self, event: TextDelta) -> bytes:
+        """A text chunk with the upstream's `logprobs` of it, as they came."""
+        self._saw_text = self._saw_text or bool(event.delta)
+        return b"".join(
+            (
+                self._text_prefix,
+                _dumps(event.delta),
+                b'},"logprobs":',
+                _dumps(event.logprobs),
+                b',"finish_reason":null}]',
+                self._tail,
+            )
+        )
 
     def _tool_call(self, event: ToolCallDelta) -> bytes:
         slot = self._slots.get(event.index)
@@ -194,7 +221,7 @@ class ChunkEncoder:
         parts: list[bytes] = []
         message = response.message
         if message.content and not self._saw_text:
-            parts.append(self.event(TextDelta(delta=message.content)))
+            parts.append(self.event(TextDelta(delta=message.content, logprobs=response.logprobs)))
         for call in message.tool_calls[len(self._slots) :]:
             slot = len(self._slots)
             self._slots[-1 - slot] = slot  # a key no upstream index uses

@@ -25,9 +25,10 @@ from tidemill.errors import (
     TidemillError,
 )
 from tidemill.llm._failures import redact
+from tidemill.llm.proxy._notices import unconfigured_provider
 from tidemill.llm.proxy._wire import ErrorBody
 
-__all__ = ["InvalidRequest", "ProxyError", "UnknownModel", "proxy_error"]
+__all__ = ["InvalidRequest", "ProxyError", "UnknownModel", "not_served", "proxy_error"]
 
 # Upstream statuses a client can act on, passed through as they are; other failures are a 502.
 _PASSED_THROUGH = frozenset({400, 404, 409, 413, 422})
@@ -99,6 +100,19 @@ class UnknownModel(ProxyError):
         super().__init__(message, status=404, code="model_not_found", param="model")
 
 
+def not_served(name: str | None, provider: str | None) -> str:
+    """What a client is told of a model whose provider the proxy is not set up for.
+
+    Examples:
+        >>> not_served("groq:llama-3.3-70b-versatile", "groq")
+        "The model 'groq:llama-3.3-70b-versatile' is not served by this proxy: its 'groq' \
+provider is not set up here."
+    """
+    model = "The model" if name is None else f"The model {name!r}"
+    setup = f": its {provider!r} provider is not set up here" if provider else ""
+    return f"{model} is not served by this proxy{setup}."
+
+
 def proxy_error(error: BaseException) -> ProxyError:
     """Translate any exception met while serving a request into a `ProxyError`.
 
@@ -107,7 +121,9 @@ def proxy_error(error: BaseException) -> ProxyError:
     code `context_length_exceeded`, a timeout a 504, other upstream failures
     a 502. A request the upstream cannot take as asked (an image its
     provider cannot fetch, a schema strict mode cannot express) is a 400
-    saying why. Anything unexpected is a 500 that names no internals.
+    saying why. A provider the proxy has no key or base URL for is a 404: the
+    model is not served here (the variable to set is for the operator's log,
+    see `log_failure`). Anything unexpected is a 500 that names no internals.
 
     Examples:
         >>> from tidemill.errors import RateLimitError
@@ -126,9 +142,19 @@ def proxy_error(error: BaseException) -> ProxyError:
             type="api_error",
             code="upstream_malformed_tool_call",
         )
-    if isinstance(error, ConfigurationError) and not isinstance(error, MissingCredentialsError):
+    provider = unconfigured_provider(error)
+    if provider is not None or isinstance(error, MissingCredentialsError):
+        # The operator's setup, not the client's request: the client learns only that the
+        # model is not served here, the operator reads what to set in the log.
+        return UnknownModel(not_served(None, provider))
+    if isinstance(error, ConfigurationError):
+        param, code = error.context.get("param"), error.context.get("code")  # `UnsupportedOption`
         return ProxyError(
-            str(error), status=400, type="invalid_request_error", code="unsupported_for_model"
+            str(error),
+            status=400,
+            type="invalid_request_error",
+            code=code if isinstance(code, str) else "unsupported_for_model",
+            param=param if isinstance(param, str) else None,
         )
     if isinstance(error, TidemillError):
         return ProxyError(str(error), status=500, type="api_error", code="internal_error")
@@ -161,11 +187,20 @@ def _from_provider(error: ProviderError) -> ProxyError:
         )
     if isinstance(error, ContextWindowExceeded):
         return ProxyError(message, status=400, code="context_length_exceeded", param="messages")
+    wait = _retry_after(error.retry_after)  # a 503's `retry-after`, passed on as a 429's is
     if isinstance(error, ProviderTimeout):
-        return ProxyError(message, status=504, type="api_error", code="upstream_timeout")
+        return ProxyError(
+            message, status=504, type="api_error", code="upstream_timeout", headers=wait
+        )
     if upstream in _PASSED_THROUGH:
-        return ProxyError(message, status=upstream, code=error.code)
-    return ProxyError(message, status=502, type="api_error", code=error.code or "upstream_error")
+        return ProxyError(message, status=upstream, code=error.code, headers=wait)
+    return ProxyError(
+        message,
+        status=502,
+        type="api_error",
+        code=error.code or "upstream_error",
+        headers=wait,
+    )
 
 
 def _retry_after(seconds: float | None) -> dict[str, str]:

@@ -93,7 +93,7 @@ class ChatRelay:
         try:
             upstream = await self._open(self.model.build_call(request, stream=True))
             parser = self.model.stream_parser()
-            decoder = SSEDecoder()
+            decoder = SSEDecoder(self.model.provider)
             frame = b""
             while data := await _read_some(upstream, self.model.provider):
                 frame, failure = _encode(decoder.feed(data), parser, encoder)

@@ -1,42 +1,76 @@
 """An OpenAI-format Chat Completions request, read into a Tidemill `ModelRequest`.
 
 `parse_chat_request` takes the decoded JSON body and returns the model name,
-the `ModelRequest` (messages, tools, settings, output format) and how to
-answer (streamed or not, with a usage chunk or not). A `response_format` of
-`json_schema` or `json_object` becomes the request's `OutputFormat`, which
-every upstream adapter sends in its own vendor's form. What a Tidemill model
-cannot honour is refused with a 400 naming the field (`n` above 1,
-`logprobs`, a `tool_choice` that forces a call, a malformed `response_format`);
-fields that only tune or label a call upstream (`user`, `metadata`,
-`presence_penalty`, `parallel_tool_calls`, ...) are accepted and not
-forwarded.
+the `ModelRequest` (messages, tools, tool choice, settings, output format,
+options) and how to answer (streamed or not, with a usage chunk or not). A
+`response_format` of `json_schema` or `json_object` becomes the request's
+`OutputFormat`, which every upstream adapter sends in its own vendor's form.
+Every other field travels in `ModelRequest.options` under its own name
+(`user`, `presence_penalty`, a server's own such as vLLM's `top_k`): an
+OpenAI-format upstream gets it as it is, another the field its API has
+for it. What no answer of the proxy can carry is refused with a 400 naming
+the field (`n` above 1, audio output, the legacy `functions`), as is a
+malformed field; `check_fields` refuses, once the upstream is known, what
+its API has no equivalent for (`seed` for Anthropic, `logprobs` where no
+log probabilities come back). `null` is the same as leaving a field out.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import jsonschema
 from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError
 from tidemill.llm._json import loads
-from tidemill.llm._model import ModelRequest, ModelSettings, OutputFormat
+from tidemill.llm._model import (
+    ForcedTool,
+    Model,
+    ModelRequest,
+    ModelSettings,
+    OutputFormat,
+    ToolChoice,
+)
+from tidemill.llm._options import RequestFields, request_fields, shown, without_logprobs
 from tidemill.llm._strict_schema import strict_json_schema
 from tidemill.llm.proxy._errors import InvalidRequest
 from tidemill.llm.proxy._messages import describe_type, parse_messages, wrong_type
 from tidemill.types import ToolDefinition
 
-__all__ = ["ChatCompletionRequest", "parse_chat_request", "parse_json"]
+__all__ = ["ChatCompletionRequest", "check_fields", "parse_chat_request", "parse_json"]
 
 _Body = dict[str, object]
 _T = TypeVar("_T")
 
 _PLAIN = frozenset({"model", "messages", "stream", "stream_options", "tools", "tool_choice"})
 """Fields that neither ask for something refused nor carry settings."""
+
+_TYPED = frozenset(
+    {
+        *_PLAIN,
+        "response_format",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "seed",
+        # Refused whatever their value (`_refuse_unsupported`): never options.
+        "audio",
+        "functions",
+        "function_call",
+    }
+)
+"""Fields with a place of their own in a `ModelRequest`; every other one is an option."""
+
+
+_WITHOUT_LOGPROBS = without_logprobs("its answers carry no log probabilities.")
+"""The rules of a model without `request_fields`: every field as it is, but log probabilities."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,20 +85,39 @@ class ChatCompletionRequest:
     """Whether to answer with `chat.completion.chunk` server-sent events."""
     include_usage: bool = False
     """Whether a streamed answer ends with a usage chunk (`stream_options.include_usage`)."""
+    sent: Mapping[str, object] = field(default_factory=dict)
+    """Every field the client sent (not `null`) but `model`, `messages` and `stream`, as
+    it sent it (`stream_options` without `include_usage`): what `check_fields` checks."""
 
 
 def parse_json(body: bytes) -> object:
-    """Decode a request body, its strings made valid Unicode (`tidemill.llm._json.loads`).
+    r"""Decode a request body, its strings made valid Unicode (`tidemill.llm._json.loads`).
 
     Raises:
-        InvalidRequest: When the body is not valid JSON.
+        InvalidRequest: When the body is not valid JSON, or not valid UTF-8
+            (a surrogate encoded as bytes included).
 
     Examples:
         >>> parse_json(b'{"model": "m"}')
         {'model': 'm'}
+        >>> parse_json(b'"x\xed\xa0\x80"')
+        Traceback (most recent call last):
+        ...
+        tidemill.llm.proxy._errors.InvalidRequest: The request body is not valid UTF-8 ...
     """
     try:
-        value = loads(body)
+        # Strictly: `json.loads` would let the UTF-8 form of a surrogate through as one,
+        # which no upstream request can then be encoded with.
+        encoding = json.detect_encoding(body)
+        text = body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        name = "UTF-8" if encoding.startswith("utf-8") else encoding.upper()
+        raise InvalidRequest(
+            f"The request body is not valid {name} ({exc.reason} at byte {exc.start}).",
+            code="invalid_json",
+        ) from None
+    try:
+        value = loads(text)
     except (ValueError, RecursionError) as exc:
         detail = (
             f" ({exc.msg} at line {exc.lineno} column {exc.colno})"
@@ -117,23 +170,77 @@ def parse_chat_request(payload: object) -> ChatCompletionRequest:
         _refuse_unsupported(payload)
     messages = parse_messages(payload.get("messages"))
     tools = _tools(payload.get("tools"))
-    if _tool_choice(payload.get("tool_choice")) == "none":
-        tools = ()
+    tool_choice = _tool_choice(payload.get("tool_choice"), tools)
     stream = _optional(payload, "stream", bool) or False
     include_usage = False
-    options = payload.get("stream_options")
-    if options is not None:
-        if not isinstance(options, dict):
-            raise wrong_type("stream_options", "an object", options)
-        include_usage = _optional(options, "include_usage", bool, "stream_options.") or False
+    options: dict[str, JsonValue] = {}
+    stream_options = payload.get("stream_options")
+    if stream_options is not None:
+        if not isinstance(stream_options, dict):
+            raise wrong_type("stream_options", "an object", stream_options)
+        include_usage = _optional(stream_options, "include_usage", bool, "stream_options.") or False
+        extra = {k: v for k, v in stream_options.items() if k != "include_usage"}
+        if extra:  # the rest is the upstream's, like any other field
+            options["stream_options"] = extra
     output_format = None if plain else _response_format(payload.get("response_format"))
     settings = ModelSettings() if plain else _settings(payload)
+    if not plain:
+        options.update(
+            (key, value)
+            for key, value in payload.items()
+            if key not in _TYPED and value is not None
+        )
+    sent = {
+        key: value
+        for key, value in payload.items()
+        if key not in ("model", "messages", "stream", "stream_options") and value is not None
+    }
+    if "stream_options" in options:
+        sent["stream_options"] = options["stream_options"]
     return ChatCompletionRequest(
         model=model.strip(),
-        request=ModelRequest(messages, tools, settings, output_format),
+        request=ModelRequest(
+            messages, tools, settings, output_format, tool_choice=tool_choice, options=options
+        ),
         stream=stream,
         include_usage=include_usage and stream,
+        sent=sent,
     )
+
+
+def check_fields(parsed: ChatCompletionRequest, model: object) -> None:
+    """Refuse, before anything is sent, a field the upstream's API has no equivalent for.
+
+    The model's `request_fields` (`tidemill.llm._options`) say what its API
+    makes of each field; a model without them (scripted, offline, your own)
+    takes the request as it is, but for log probabilities: it returns none
+    that the proxy knows of, so `logprobs: true` and `top_logprobs` are refused.
+
+    Raises:
+        InvalidRequest: Naming the field and why, with code
+            `unsupported_parameter` (or `unsupported_value` for a value).
+
+    Examples:
+        >>> from tidemill.llm import resolve_model
+        >>> claude = resolve_model("anthropic:claude-sonnet-4-5", api_key="sk-ant-test")
+        >>> parsed = parse_chat_request({"model": "claude", "seed": 7,
+        ...                              "messages": [{"role": "user", "content": "Hi"}]})
+        >>> try:
+        ...     check_fields(parsed, claude)
+        ... except InvalidRequest as error:
+        ...     print(error.status, error.param, error.code)
+        400 seed unsupported_parameter
+    """
+    fields = request_fields(model)
+    if fields is None:
+        provider = model.provider if isinstance(model, Model) else "this model"
+        fields = RequestFields(provider, _WITHOUT_LOGPROBS)
+    for name, value in parsed.sent.items():
+        error = fields.refusal(name, cast(JsonValue, value))
+        if error is not None:
+            raise InvalidRequest(
+                str(error), param=error.context["param"], code=error.context["code"]
+            )
 
 
 def _refuse_unsupported(payload: _Body) -> None:
@@ -143,11 +250,6 @@ def _refuse_unsupported(payload: _Body) -> None:
             f"Invalid value for 'n': {n!r}. This proxy answers with one choice; "
             "send n=1 or leave it out.",
             param="n",
-        )
-    if payload.get("logprobs") or payload.get("top_logprobs") is not None:
-        param = "logprobs" if payload.get("logprobs") else "top_logprobs"
-        raise InvalidRequest(
-            f"'{param}' is not supported by this proxy; leave it out.", param=param
         )
     modalities = payload.get("modalities")
     if payload.get("audio") is not None or (
@@ -281,23 +383,41 @@ def _function(function: _Body, param: str) -> ToolDefinition:
     return ToolDefinition(name=name, description=description or "", parameters=schema)
 
 
-def _tool_choice(value: object) -> str:
+def _tool_choice(value: object, tools: tuple[ToolDefinition, ...]) -> ToolChoice:
+    """`tool_choice`: `auto`, `none`, `required`, or `{"type": "function", "function": {name}}`."""
     if value is None or value == "auto":
         return "auto"
     if value == "none":
         return "none"
-    forced = "required" if value == "required" else "a named function"
-    if value != "required" and not isinstance(value, dict):
+    choice: ToolChoice
+    if value == "required":
+        choice = "required"
+    elif isinstance(value, dict) and value.get("type", "function") == "function":
+        function = value.get("function")
+        if not isinstance(function, dict):
+            raise wrong_type("tool_choice.function", "an object with a 'name'", function)
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise wrong_type("tool_choice.function.name", "a non-empty string", name)
+        if all(tool.name != name for tool in tools):
+            raise InvalidRequest(
+                f"'tool_choice' names the function {shown(name)!r}, which is not one of 'tools'.",
+                param="tool_choice.function.name",
+            )
+        choice = ForcedTool(name)
+    else:
+        kind = value.get("type") if isinstance(value, dict) else value
         raise InvalidRequest(
-            f"Invalid value for 'tool_choice': {value!r}. Supported values are 'auto' and 'none'.",
+            f"Invalid value for 'tool_choice': {shown(repr(kind))}. Supported values are "
+            "'auto', 'none', 'required' and {'type': 'function', 'function': {'name': ...}}.",
             param="tool_choice",
         )
-    raise InvalidRequest(
-        f"'tool_choice' {forced} cannot be honoured by this proxy, which cannot force a tool "
-        "call on every provider; send 'auto' (or leave it out) and say in the prompt which "
-        "tool to call.",
-        param="tool_choice",
-    )
+    if not tools:
+        raise InvalidRequest(
+            "'tool_choice' asks for a tool call, but the request has no 'tools'.",
+            param="tool_choice",
+        )
+    return choice
 
 
 def _settings(payload: _Body) -> ModelSettings:

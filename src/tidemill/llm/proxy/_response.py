@@ -1,4 +1,10 @@
-"""A Tidemill `ModelResponse` written back as an OpenAI `chat.completion` object."""
+"""A Tidemill `ModelResponse` written back as an OpenAI `chat.completion` object.
+
+An answer whose upstream reported no usage has no `usage` (`reported`):
+OpenAI's own answers may leave it out, and zeros would read as a free call.
+Its `logprobs` are the upstream's own (`ModelResponse.logprobs`), `null`
+unless the client asked for them.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ __all__ = [
     "completion_id",
     "finish_reason",
     "now",
+    "reported",
     "tool_call_arguments",
     "usage_body",
 ]
@@ -53,6 +60,17 @@ def finish_reason(reason: FinishReason) -> OpenAIFinishReason:
         ('tool_calls', 'stop')
     """
     return _FINISH[reason]
+
+
+def reported(usage: Usage) -> bool:
+    """Whether the upstream reported `usage` (its counts are not just unknown).
+
+    Examples:
+        >>> reported(Usage(requests=1, input_tokens=3)), reported(Usage(requests=1,
+        ...                                                              unreported_requests=1))
+        (True, False)
+    """
+    return usage.unreported_requests == 0
 
 
 def usage_body(usage: Usage) -> CompletionUsage:
@@ -114,7 +132,7 @@ def completion_body(
     thinking = "".join(reasoning.text for reasoning in message.reasoning)
     if thinking:
         wire["reasoning_content"] = thinking
-    return {
+    body: CompletionBody = {
         "id": response_id,
         "object": "chat.completion",
         "created": created,
@@ -124,9 +142,11 @@ def completion_body(
                 "index": 0,
                 "message": wire,
                 "finish_reason": finish_reason(response.finish_reason),
-                "logprobs": None,
+                "logprobs": response.logprobs,
             }
         ],
-        "usage": usage_body(response.usage),
         "system_fingerprint": None,
     }
+    if reported(response.usage):
+        body["usage"] = usage_body(response.usage)
+    return body

@@ -30,10 +30,18 @@ from contextlib import aclosing
 
 from starlette.types import Receive, Scope, Send
 
+from tidemill.errors import ConfigurationError
+from tidemill.llm._failures import redact
 from tidemill.llm._json import dumps
 from tidemill.llm._model import ModelStreamEvent
 from tidemill.llm.proxy._chunks import ChunkEncoder, error_event
+from tidemill.llm.proxy._disconnect import wait_for_disconnect
 from tidemill.llm.proxy._errors import ProxyError, proxy_error
+from tidemill.llm.proxy._notices import (
+    note_unconfigured,
+    setup_detail,
+    unconfigured_provider,
+)
 from tidemill.types import ResponseDone
 
 __all__ = ["KEEPALIVE", "EventStreamResponse", "Frames", "encoded", "error_response", "log_failure"]
@@ -54,18 +62,26 @@ _SSE_HEADERS = [
 ]
 
 
-def log_failure(error: BaseException, translated: ProxyError) -> None:
+def log_failure(error: BaseException, translated: ProxyError, secrets: Sequence[str] = ()) -> None:
     """Log a failed request, at a level that says whose problem it is.
 
     Unexpected errors are logged with their traceback, upstream failures as
-    warnings, and the client's own mistakes (other 4xx) at info level.
+    warnings, and the client's own mistakes (other 4xx) at info level; the
+    message is scrubbed of `secrets` (and key-shaped tokens) as the client's
+    copy is. A provider the proxy is not set up for is told to the operator
+    once, with what to set (`note_unconfigured`); the client only learns it
+    is not served.
     """
+    provider = unconfigured_provider(error)
+    if provider is not None and isinstance(error, ConfigurationError):
+        note_unconfigured(provider, setup_detail(error))
+    message = redact(translated.message, secrets)
     if translated.code == "internal_error":
-        _logger.error("request failed: %s", translated.message, exc_info=error)
+        _logger.error("request failed: %s", message, exc_info=error)
     elif translated.status >= 500 or translated.status in (401, 403, 429):
-        _logger.warning("request failed with HTTP %d: %s", translated.status, translated.message)
+        _logger.warning("request failed with HTTP %d: %s", translated.status, message)
     else:
-        _logger.info("request refused with HTTP %d: %s", translated.status, translated.message)
+        _logger.info("request refused with HTTP %d: %s", translated.status, message)
 
 
 async def error_response(send: Send, error: ProxyError, secrets: Sequence[str]) -> None:
@@ -152,7 +168,7 @@ class EventStreamResponse:
             nonlocal listening
             if served:
                 return
-            listening = loop.create_task(_disconnected(receive))
+            listening = loop.create_task(wait_for_disconnect(receive))
             listening.add_done_callback(left)
             self._timer = loop.call_later(
                 self._last_write + self.keepalive - time.monotonic(), self._keep_alive_due
@@ -239,22 +255,13 @@ class EventStreamResponse:
 
     async def _fail(self, send: Send, exc: Exception) -> None:
         error = proxy_error(exc)
-        log_failure(exc, error)
+        log_failure(exc, error, self.secrets)
         async with self._lock:
             if not self._started:
                 self._started = self._ended = True
                 await error_response(send, error, self.secrets)
                 return
         await self._write(send, error_event(error.body(self.secrets)), more_body=False)
-
-
-async def _disconnected(receive: Receive) -> None:
-    """Return when the client has gone away (or the server can no longer tell)."""
-    try:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-    except Exception:  # a broken receive channel means the same: stop
-        return
 
 
 async def _stop(task: asyncio.Task[None]) -> None:

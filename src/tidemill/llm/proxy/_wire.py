@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
+from pydantic import JsonValue
+
 __all__ = [
     "ChunkChoice",
     "ChunkDelta",
@@ -76,7 +78,8 @@ class CompletionChoice(TypedDict):
     index: int
     message: CompletionMessage
     finish_reason: OpenAIFinishReason
-    logprobs: None
+    logprobs: JsonValue
+    """The upstream's own log probabilities (`ModelResponse.logprobs`), or `null`."""
 
 
 class CompletionBody(TypedDict):
@@ -85,7 +88,8 @@ class CompletionBody(TypedDict):
     created: int
     model: str
     choices: list[CompletionChoice]
-    usage: CompletionUsage
+    usage: NotRequired[CompletionUsage]
+    """Left out when the upstream reported none."""
     system_fingerprint: None
 
 
@@ -112,7 +116,8 @@ class ChunkChoice(TypedDict):
     index: int
     delta: ChunkDelta
     finish_reason: OpenAIFinishReason | None
-    logprobs: None
+    logprobs: JsonValue
+    """The upstream's log probabilities of this chunk's text (`TextDelta.logprobs`), or `null`."""
 
 
 class CompletionChunk(TypedDict):
