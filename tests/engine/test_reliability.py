@@ -443,17 +443,17 @@ async def test_a_worker_whose_renewals_failed_past_its_lease_is_not_stuck(
     Nobody else took the job over, so the worker may go on with it; at worst
     it runs the step once more. The run must still finish.
     """
-    from tidemill.engine.workers import _worker
+    from tidemill.engine.workers import _leases
 
     outage = threading.Event()
-    renew = _worker._renew
+    renew = _leases._renew
 
     def failing_renew(tx: Any, **options: Any) -> Any:
         if outage.is_set():
             raise StoreError("simulated: lease renewals cannot reach the store")
         return renew(tx, **options)
 
-    monkeypatch.setattr(_worker, "_renew", failing_renew)
+    monkeypatch.setattr(_leases, "_renew", failing_renew)
     effects = tmp_path / "effects"
     flow = Flow.model_validate(
         {"steps": [{"id": "long", "script": SLOWER_WHEN_REPEATED,

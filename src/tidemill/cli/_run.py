@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tidemill.cli._aliases import add_model_alias_option, with_model_aliases
+from tidemill.cli._aliases import ModelOptions, add_model_alias_option
 from tidemill.cli._common import (
     Painter,
     add_db_option,
@@ -185,8 +185,8 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             follower = Follower(engine, run_id, args)
             follower.say(f"run {run_id} of flow {flow.name or args.flow!r} started")
-            aliases = tuple(args.model_aliases)
-            return await follow(engine, follower, concurrency=args.concurrency, aliases=aliases)
+            models = ModelOptions.of(args)
+            return await follow(engine, follower, concurrency=args.concurrency, models=models)
         finally:
             await engine.close()
 
@@ -198,7 +198,7 @@ async def follow(
     follower: Follower,
     *,
     concurrency: int,
-    aliases: tuple[tuple[str, str], ...] = (),
+    models: ModelOptions | None = None,
 ) -> int:
     """Execute a run with a worker in this process, showing its progress, until it ends.
 
@@ -222,7 +222,8 @@ async def follow(
         on_event=on_event,
         run_id=follower.run_id,
     )
-    worker.models = with_model_aliases(worker.models, aliases)  # --model-alias
+    if models is not None:
+        worker.models = models.apply(worker.models)  # --models, --model-alias
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     with interrupts() as presses:

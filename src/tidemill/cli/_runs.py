@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tidemill.cli._aliases import ModelOptions, add_model_alias_option
 from tidemill.cli._common import (
     Painter,
     add_db_option,
@@ -174,6 +175,7 @@ def register(
         metavar="N",
         help="with --wait: steps run at once (default: %(default)s)",
     )
+    add_model_alias_option(retry)  # with --wait
 
     for sub in (listing, show, why, wait, logs, usage, cancel, retry):
         add_db_option(sub)
@@ -537,4 +539,6 @@ async def _retry(engine: AsyncEngine, args: argparse.Namespace) -> int:
     follower = Follower(engine, info.id, args)
     await follower.prime()
     follower.say(f"run {info.id} of flow {info.flow!r} retried from its failed steps")
-    return await follow(engine, follower, concurrency=args.concurrency)
+    return await follow(
+        engine, follower, concurrency=args.concurrency, models=ModelOptions.of(args)
+    )

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tidemill.cli._aliases import add_model_alias_option, with_model_aliases
+from tidemill.cli._aliases import ModelOptions, add_model_alias_option
 from tidemill.cli._common import (
     add_db_option,
     db_url,
@@ -146,7 +146,7 @@ async def _work(args: argparse.Namespace) -> int:
             on_event=reporter.event,
             metrics=metrics,
         )
-        worker.models = with_model_aliases(worker.models, args.model_aliases)  # --model-alias
+        worker.models = ModelOptions.of(args).apply(worker.models)  # --models, --model-alias
         stop = asyncio.Event()
         signals = _Signals(stop)
         signals.install()

@@ -23,14 +23,20 @@ import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from tidemill.agents.checkpoint import Checkpointer, PostgresCheckpointer, SQLiteCheckpointer
-from tidemill.agents.journal import JournalEvent, JournalRecord, ThreadState
+from tidemill.agents.journal import (
+    JournalEvent,
+    JournalRecord,
+    ModelTurn,
+    ThreadState,
+    ToolStarted,
+)
 from tidemill.errors import SerializationError
 from tidemill.store import StoreURL
 
@@ -196,9 +202,15 @@ class StepJournal:
     seq it follows, so a write by another process in between still makes
     the step's next append fail, as if it had come after the second read.
 
+    Before an append that starts tool calls (a `ToolStarted`, or a
+    `ModelTurn` whose calls start with it) it awaits `hold`: the worker's
+    check that it still holds the step's job, so a worker that stalled past
+    its lease does not start calls its successor runs.
+
     Args:
         checkpointer: The checkpointer to read and write; not closed by `aclose`
             (whoever opened it closes it).
+        hold: Awaited before an append that starts tool calls; raises to refuse it.
 
     Examples:
         >>> import asyncio
@@ -211,12 +223,17 @@ class StepJournal:
         (True, False)
     """
 
-    def __init__(self, checkpointer: Checkpointer) -> None:
+    def __init__(
+        self, checkpointer: Checkpointer, hold: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self.checkpointer = checkpointer
+        self.hold = hold
         self._last: dict[str, list[JournalRecord]] = {}
 
     async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
         """Append `events` after entry `after` (see `Checkpointer.append`)."""
+        if self.hold is not None and any(_starts_calls(event) for event in events):
+            await self.hold()
         self._last.pop(thread_id, None)
         return await self.checkpointer.append(thread_id, events, after=after)
 
@@ -300,9 +317,16 @@ class Journals:
                 log.warning("closing the agent journal %r failed: %s", checkpointer, failure)
 
 
+def _starts_calls(event: JournalEvent) -> bool:
+    return isinstance(event, ToolStarted) or (isinstance(event, ModelTurn) and bool(event.started))
+
+
 @contextlib.asynccontextmanager
 async def open_journal(
-    url: StoreURL, journals: Journals | None = None
+    url: StoreURL,
+    journals: Journals | None = None,
+    *,
+    hold: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Checkpointer]:
     """A checkpointer on the store's database: the worker's, or one closed on exit.
 
@@ -312,6 +336,7 @@ async def open_journal(
         url: The store's address.
         journals: The worker's checkpointers, to share; None opens one for
             this block only.
+        hold: See `StepJournal`.
 
     Examples:
         >>> import asyncio, tempfile
@@ -322,10 +347,10 @@ async def open_journal(
         []
     """
     if journals is not None:
-        yield StepJournal(journals.checkpointer(url))
+        yield StepJournal(journals.checkpointer(url), hold)
         return
     checkpointer = _checkpointer(url)
     try:
-        yield StepJournal(checkpointer)
+        yield StepJournal(checkpointer, hold)
     finally:
         await checkpointer.aclose()

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tidemill.engine._lease import Lease
 from tidemill.engine._models import ModelResolver
 from tidemill.engine.scripts._pool import ScriptPool
 from tidemill.store import JobRow, RunRow, Store
@@ -106,6 +107,8 @@ class StepEnv:
         on_output: Where a script step hands what it prints, as
             `(stream, text)`, while it runs (the worker stores it as it goes);
             None: the output comes with the step's outcome only.
+        lease: The worker's claim on the job, checked before each effect
+            (`hold`); None: nothing to check (the job is not leased).
     """
 
     job: JobRow
@@ -116,6 +119,18 @@ class StepEnv:
     journals: Journals | None = None
     metrics: Metrics | None = None
     on_output: Callable[[str, str], None] | None = None
+    lease: Lease | None = None
+
+    async def hold(self) -> None:
+        """Return when the job is still this worker's (see `Lease.hold`).
+
+        Called right before each effect: a script, a tool call, a model call.
+
+        Raises:
+            LeaseLost: Another worker took the job over, or its run ended.
+        """
+        if self.lease is not None:
+            await self.lease.hold()
 
 
 _FUNCTIONS: dict[str, Callable[..., Any]] = {}

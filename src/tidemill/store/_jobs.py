@@ -133,12 +133,15 @@ class JobQueries(RunQueries, ResultQueries):
         )
         return bool(cursor.rowcount == 1)
 
-    def release_job(self, job_id: int, epoch: int) -> bool:
-        """Queue a claimed job again, unrun (its worker could not start it); fenced by epoch."""
+    def release_job(self, job_id: int, epoch: int, run_at: float | None = None) -> bool:
+        """Queue a claimed job again (its worker could not start or record it); fenced by epoch.
+
+        With `run_at`, it is due then; else at once.
+        """
         cursor = self.execute(
-            "UPDATE tm_jobs SET status = 'queued', worker = NULL, lease_until = NULL "
-            "WHERE id = ? AND status = 'running' AND epoch = ?",
-            (job_id, epoch),
+            "UPDATE tm_jobs SET status = 'queued', worker = NULL, lease_until = NULL, "
+            "run_at = COALESCE(?, run_at) WHERE id = ? AND status = 'running' AND epoch = ?",
+            (run_at, job_id, epoch),
         )
         return bool(cursor.rowcount == 1)
 

@@ -99,7 +99,7 @@ class Store:
                     return [tuple(row) for row in await cursor.fetchall()]
                 except Exception as exc:
                     if self._transient(exc) is None:
-                        raise
+                        raise self._refused(exc) from exc
                     if time.monotonic() > deadline:
                         raise StoreError(
                             f"The store at {self.url} is unavailable: {exc}",
@@ -149,7 +149,7 @@ class Store:
             except Exception as exc:
                 transient = self._transient(exc)
                 if transient is None:
-                    raise
+                    raise self._refused(exc) from exc
                 if transient == "reconnect":
                     self._drop_connection()
                 if time.monotonic() > deadline:
@@ -159,6 +159,21 @@ class Store:
                     ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
+
+    def _refused(self, exc: Exception) -> Exception:
+        """The database's own refusal (a full disk, a constraint) as a `StoreError`; else `exc`.
+
+        The transaction was rolled back whole; what raised inside it (a
+        `TidemillError`, a bug) is passed on as it is.
+        """
+        if isinstance(exc, TidemillError) or not _driver_error(exc):
+            return exc
+        return StoreError(
+            f"The store at {self.url} refused the transaction: {exc}".strip(),
+            hint="Nothing of it was written. Check the database's disk space and its log; "
+            "a worker's job whose outcome was refused is taken again when its lease runs out.",
+            context={"error": type(exc).__name__},
+        )
 
     def _transient(self, exc: Exception) -> str | None:
         """`"retry"`, `"reconnect"`, or None when `exc` is not the database's passing trouble."""
@@ -174,6 +189,8 @@ class Store:
 
         if isinstance(exc, errors.DeadlockDetected | errors.SerializationFailure):
             return "retry"
+        if str(getattr(exc, "sqlstate", None) or "").startswith("53"):
+            return None  # out of disk, memory or connections: a refusal, not a lost connection
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             return "reconnect"
         return None
@@ -254,6 +271,21 @@ def _require_psycopg() -> Any:
     return psycopg
 
 
+def _driver_error(exc: Exception) -> bool:
+    """Whether `exc` is the database's refusal (a full disk, a constraint), not a bug.
+
+    A statement the driver or the database could not make sense of (its
+    `ProgrammingError`) is Tidemill's own mistake, and stays as it is.
+    """
+    if isinstance(exc, sqlite3.Error):
+        return not isinstance(exc, sqlite3.ProgrammingError | sqlite3.InterfaceError)
+    if type(exc).__module__.partition(".")[0] != "psycopg":
+        return False
+    import psycopg
+
+    return not isinstance(exc, psycopg.ProgrammingError | psycopg.InterfaceError)
+
+
 def _busy(exc: sqlite3.Error) -> bool:
     """Whether SQLite refused for now only: another connection holds the file."""
     text = str(exc)
@@ -312,10 +344,13 @@ def _run_sqlite(connection: sqlite3.Connection, fn: Callable[[Tx], T]) -> T:
     connection.execute("BEGIN IMMEDIATE")
     try:
         result = fn(Tx(connection.cursor(), "sqlite", None))
+        connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        # SQLite rolls some failures back itself (a full disk): then there is nothing to
+        # roll back, and the failure to say is the first one.
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
         raise
-    connection.execute("COMMIT")
     return result
 
 

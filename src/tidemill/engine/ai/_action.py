@@ -265,6 +265,7 @@ async def _run(
 
     for _ in range(calls):
         request = ModelRequest(messages=tuple(messages), settings=settings)
+        await env.hold()  # each call is billed: not after another worker took the step over
         started = time.perf_counter()
         try:
             if deadline is None:

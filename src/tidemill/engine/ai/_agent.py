@@ -33,7 +33,7 @@ from tidemill.engine.ai._pause import AgentPause
 from tidemill.engine.ai._question import ask_tool
 from tidemill.engine.ai._tools import ToolSite, pool_tool
 from tidemill.engine.ai._usage import MeteredModel
-from tidemill.errors import ExpressionError, MCPConnectionError, TidemillError
+from tidemill.errors import ExpressionError, LeaseLost, MCPConnectionError, TidemillError
 from tidemill.llm import Model
 from tidemill.tools import Tool
 
@@ -147,10 +147,13 @@ async def _drive(
 ) -> Outcome | AgentPause | ChildWait:
     metrics = env.metrics
     metered = MeteredModel(
-        model, agent.metadata, None if metrics is None else metrics.agent_model_call
+        model,
+        agent.metadata,
+        None if metrics is None else metrics.agent_model_call,
+        hold=env.hold,
     )
     output = None if agent.output_schema is None else OutputSpec.of(agent.output_schema)
-    async with open_journal(env.store.url, env.journals) as checkpointer:
+    async with open_journal(env.store.url, env.journals, hold=env.hold) as checkpointer:
         if agent.specialists:
             tools.append(
                 step_delegate(
@@ -188,6 +191,8 @@ async def _drive(
         )  # fmt: skip
         try:
             return await run.drive(checkpointer)
+        except LeaseLost:
+            raise
         except Exception as exc:
             return run.failed(step_error(exc), retryable=True)
         finally:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ from tidemill.errors import (
     AgentSuspended,
     GuardrailViolation,
     JournalConflict,
+    LeaseLost,
     LimitExceeded,
     OutputValidationError,
     ProviderError,
@@ -83,6 +85,8 @@ if TYPE_CHECKING:
     from tidemill.store import ApprovalRow, Tx
 
 __all__ = ["LIMIT_NAMES", "AgentStep", "transcript_json"]
+
+log = logging.getLogger("tidemill.worker")
 
 LIMIT_NAMES = {
     "max_iterations": "max_iterations",
@@ -104,6 +108,9 @@ _ENDED = {
 
 _BUSY_ATTEMPTS = 3
 """Times the step re-reads a journal another (presumed dead) worker wrote to meanwhile."""
+_JOURNAL_ATTEMPTS = 6
+"""Times the step goes on from its journal after the journal's database failed (a lost
+connection, a restart), waiting 0.2, 0.4, ... 3.2 s in between: about 6 s in all."""
 
 
 def transcript_json(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -242,11 +249,37 @@ class AgentStep:
     # -- driving -----------------------------------------------------------------
 
     async def drive(self, checkpointer: Checkpointer) -> Outcome | AgentPause | ChildWait:
-        """Continue the thread from wherever its journal stands."""
+        """Continue the thread from wherever its journal stands.
+
+        When the journal's database fails on the way (its connection killed,
+        the server restarted), the step reads the journal again after a
+        pause and goes on from there, as a worker taking it over would: turns
+        answered stay answered, and a tool call whose result could not be
+        journaled runs again with the same idempotency key. An entry that
+        cannot be read (damaged, or written by a newer Tidemill) fails the
+        step at once, naming the thread and the entry; the journal is left
+        as it is.
+        """
+        for failures in range(_JOURNAL_ATTEMPTS):
+            try:
+                return await self._continue(checkpointer, first=failures == 0)
+            except SerializationError as exc:
+                if "seq" in exc.context:  # an entry that cannot be read: reading again won't help
+                    return self.failed(step_error(exc), retryable=False)
+                if failures + 1 == _JOURNAL_ATTEMPTS:
+                    return self.failed(step_error(exc), retryable=True)
+                log.warning("%s: the journal failed (%s); reading it again", self.thread, exc)
+                await asyncio.sleep(0.2 * 2**failures)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _continue(
+        self, checkpointer: Checkpointer, *, first: bool
+    ) -> Outcome | AgentPause | ChildWait:
+        """`drive`, once; the usage of turns a dead worker left unstored is added on the first."""
         for attempt in range(_BUSY_ATTEMPTS):
             journal = await Journal.read(checkpointer, self.thread)
             state = journal.state
-            if attempt == 0 and state.status != "new":
+            if first and attempt == 0 and state.status != "new":
                 await self._recover_usage(journal)
             if state.status == "finished":
                 return self.succeeded(state.output)
@@ -404,12 +437,12 @@ class AgentStep:
                 {"type": "Timeout", "message": f"the step ran longer than {self.step.timeout} s"},
                 retryable=True,
             )
-        except ThreadBusy:
-            raise
+        except (ThreadBusy, LeaseLost):
+            raise  # LeaseLost: nothing is recorded, the job's holder goes on
         except ProviderError as exc:
             return self.failed(step_error(exc), retryable=provider_retryable(exc))
-        except SerializationError as exc:  # the journal's database failed
-            return self.failed(step_error(exc), retryable=True)
+        except SerializationError:
+            raise  # the journal's database failed: `drive` reads it again
         except TidemillError as exc:
             return self.failed(step_error(exc), retryable=False)
         except Exception as exc:

@@ -279,6 +279,7 @@ def step_delegate(
             metered.observe,
             records=metered.records,
             agent=specialist.name,
+            hold=metered.hold,
         )
 
     team = Team(agent.delegation, checkpointer, model_of, tools, settings)

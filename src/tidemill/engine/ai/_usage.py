@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from tidemill.engine.ai._action import usage_record
@@ -27,6 +27,8 @@ class MeteredModel(Model):
     specialist's model passes the step's `records` to add to, and its
     `agent` name, which the records' `model` then carries:
     `"<model> (specialist <agent>)"` (metrics see the plain model name).
+    `hold`, if given, is awaited before each request: the worker's check
+    that it still holds the step's job (`StepEnv.hold`).
 
     Examples:
         >>> import asyncio
@@ -46,8 +48,10 @@ class MeteredModel(Model):
         *,
         records: list[dict[str, Any]] | None = None,
         agent: str = "",
+        hold: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.inner = model
+        self.hold = hold
         self.observe = observe
         self.agent = agent
         self.metadata = dict(metadata)
@@ -59,6 +63,8 @@ class MeteredModel(Model):
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Ask the wrapped model; record the call, whether it answered or failed."""
+        if self.hold is not None:
+            await self.hold()  # before the call: it is billed, and the journal may have moved on
         started = time.perf_counter()
         try:
             response = await self.inner.request(request)

@@ -17,7 +17,6 @@ import shutil
 import signal
 import struct
 import sys
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from typing import Any
 
 from tidemill.engine.scripts._call import ScriptCall, ScriptError, ScriptOutcome
 from tidemill.engine.scripts._output import STREAMS, OutputTail, truncation_note
+from tidemill.engine.scripts._scratch import make_directory, sweep_directories
 from tidemill.errors import ConfigurationError, EngineError, SerializationError
 
 __all__ = ["ScriptCall", "ScriptError", "ScriptOutcome", "ScriptPool"]  # the first three: `_call`
@@ -273,6 +273,7 @@ class ScriptPool:
     async def _start_children(self) -> None:
         if self._started:
             return
+        await asyncio.to_thread(sweep_directories)  # what pools killed with their children left
         results = await asyncio.gather(
             *(self._spawn() for _ in range(self.size)), return_exceptions=True
         )
@@ -456,7 +457,7 @@ class ScriptPool:
         self._idle.append(token)
 
     async def _spawn(self) -> _Child:
-        directory = tempfile.mkdtemp(prefix="tidemill-script-")
+        directory = make_directory()
         try:
             process = await asyncio.create_subprocess_exec(
                 self.python,

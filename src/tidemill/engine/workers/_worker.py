@@ -1,8 +1,11 @@
 """`Worker`: claims jobs from the store, executes them, records what happened.
 
-A worker holds every job it runs under a lease it renews while working.
-When its lease is lost (the worker stalled and another took the job over, or
-the run was cancelled) it stops that job and its late write is refused. A
+A worker holds every job it runs under a lease it renews while working
+(`Leases`). When its lease is lost (the worker stalled and another took the
+job over, or the run was cancelled) it stops that job and its late write is
+refused; and before it starts a step, a tool call or a model call it checks
+that it still holds the lease (`Lease.hold`), so a worker that wakes from a
+stall does not run again what its successor ran. A
 worker keeps nothing that another needs: kill it anywhere and another worker
 takes its jobs when their leases run out.
 
@@ -15,7 +18,6 @@ closes it after them when `run` ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -28,6 +30,7 @@ import httpx
 
 from tidemill.engine._ids import new_id
 from tidemill.engine._journal import Journals
+from tidemill.engine._lease import Lease
 from tidemill.engine._models import (
     ModelCache,
     ModelChoice,
@@ -44,6 +47,7 @@ from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.scripts._pool import ScriptPool
 from tidemill.engine.workers._execute import execute, stop_requested
+from tidemill.engine.workers._leases import Leases
 from tidemill.engine.workers._logs import LiveLogs
 from tidemill.engine.workers._prepare import Prepared, Preparer, known_results
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
@@ -157,8 +161,7 @@ class Worker:
         self._pool: ScriptPool | None = None
         self._journals = Journals()
         self._logs = LiveLogs(store, interval=log_flush)
-        self._held: dict[int, int] = {}
-        self._tasks: dict[int, asyncio.Task[list[tuple[JobRow, Prepared]]]] = {}
+        self._leases = Leases(store, self.id, lease)
         self._slots: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._preparer = Preparer(self.defs)
@@ -202,7 +205,9 @@ class Worker:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Work until `stop` is set (or forever); then finish the jobs in hand."""
         stop = stop or asyncio.Event()
-        helpers = [asyncio.create_task(self._renew_forever())]
+        # Renewals go on until the last step in hand ends: they are how a cancel reaches it.
+        renewing = asyncio.create_task(self._leases.renew_forever())
+        helpers: list[asyncio.Task[None]] = []
         writing = asyncio.create_task(self._logs.run())  # until the slots are done
         channel = self.store.listen_dsn()
         if channel is not None:
@@ -230,6 +235,8 @@ class Worker:
                 if self._slots:
                     await asyncio.gather(*self._slots, return_exceptions=True)
             finally:
+                renewing.cancel()
+                await asyncio.gather(renewing, return_exceptions=True)
                 writing.cancel()
                 await asyncio.gather(writing, return_exceptions=True)
                 try:
@@ -299,16 +306,13 @@ class Worker:
         prepared: Prepared | None = first
         job: JobRow | None = first.job
         while job is not None:
-            self._held[job.id] = job.epoch
+            lease = self._leases.take(job)
             if self.on_event is not None:
                 self.on_event("claimed", job)
-            work: asyncio.Task[list[tuple[JobRow, Prepared]]] | None = None
             try:
                 if prepared is None:
                     prepared = await self.store.transact(partial(self._prepare, job=job))
-                work = asyncio.create_task(self._execute(prepared))
-                self._tasks[job.id] = work
-                taken = await work
+                taken = await self._execute(prepared, lease)
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
@@ -319,13 +323,11 @@ class Worker:
                 log.info("%s", exc)
                 taken = []
             except Exception:
-                log.exception("job %s: could not record it; its lease will expire", job.id)
+                log.exception("job %s: could not record it; it will run again", job.id)
+                await self._leases.abandon(job, retry_in=min(self.lease, 5.0))
                 taken = []
             finally:
-                if self._held.get(job.id) == job.epoch:
-                    del self._held[job.id]
-                if work is not None and self._tasks.get(job.id) is work:
-                    del self._tasks[job.id]
+                self._leases.release(lease)
                 self.processed += 1
                 if self.on_event is not None:
                     self.on_event("finished", job)
@@ -345,13 +347,19 @@ class Worker:
         """Read what executing `job` needs (see `Preparer`)."""
         return self._preparer(tx, job=job, known=known, run=run)
 
-    async def _execute(self, prepared: Prepared) -> list[tuple[JobRow, Prepared]]:
+    async def _execute(self, prepared: Prepared, lease: Lease) -> list[tuple[JobRow, Prepared]]:
+        """Run the job's step, then record what it did and claim what comes next.
+
+        Losing the lease cancels the step (a task of its own), never the recording.
+        """
         job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
         env = StepEnv(
-            job, run, self._script_pool, self.models, self.store,
-            journals=self._journals, metrics=self.metrics, on_output=self._logs.open(job),
+            job, run, self._script_pool, self.models, self.store, journals=self._journals,
+            metrics=self.metrics, on_output=self._logs.open(job), lease=lease,
         )  # fmt: skip
-        action = await self._run_step(job, step, context, env)
+        running = asyncio.create_task(self._run_step(job, step, context, env))
+        with self._leases.step(lease, running):
+            action = await running
         lease_until = time.time() + self.lease
         if isinstance(action, Outcome) and self._ends_run_alone(run, step, action):
             return await self._end_run(job, action.result, lease_until)
@@ -435,6 +443,7 @@ class Worker:
                 retryable=False,
             )
         try:
+            await env.hold()  # a stall since the claim may have outlived the lease
             action = await execute(step, context, env)
         except BaseException:
             await asyncio.shield(self._logs.keep(job))
@@ -535,27 +544,6 @@ class Worker:
         # Each wait for tool calls' child runs ends in one more claim, at most one per child.
         return job.epoch - len(pauses) - len(children)
 
-    async def _renew_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.lease / 3)
-            held = dict(self._held)
-            if not held:
-                continue
-            until = time.time() + self.lease
-            try:
-                kept = await self.store.transact(
-                    partial(_renew, worker=self.id, held=held, until=until)
-                )
-            except StoreError as exc:
-                log.warning("lease renewal failed: %s", exc)
-                continue
-            for job_id in held.keys() - kept:
-                if self._held.get(job_id) != held[job_id]:
-                    continue  # finished meanwhile
-                task = self._tasks.get(job_id)
-                if task is not None:
-                    task.cancel()
-
     async def _listen_forever(self) -> None:
         """Wake on PostgreSQL `NOTIFY`; reconnect when the connection drops."""
         import psycopg
@@ -574,9 +562,4 @@ class Worker:
                 raise
             except Exception as exc:
                 log.debug("listen connection lost: %s", exc)
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(1.0)
-
-
-def _renew(tx: Tx, *, worker: str, held: dict[int, int], until: float) -> set[int]:
-    return tx.renew(worker, held, until)
+            await asyncio.sleep(1.0)  # a cancel here stops the worker's listening, as anywhere

@@ -97,8 +97,8 @@ class AccessLog:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        if scope["type"] != "http" or not _logger.isEnabledFor(logging.INFO):
+            await self.app(scope, receive, send)  # no line to write: nothing to note
             return
         record = AccessRecord()
         scope[_SCOPE_KEY] = record
@@ -114,10 +114,7 @@ class AccessLog:
         try:
             await self.app(scope, receive, noting)
         finally:
-            if _logger.isEnabledFor(logging.INFO):
-                _logger.info(
-                    "%s", _line(scope, status, record, (time.monotonic() - started) * 1000)
-                )
+            _logger.info("%s", _line(scope, status, record, (time.monotonic() - started) * 1000))
 
 
 def _line(scope: Scope, status: int | None, record: AccessRecord, elapsed_ms: float) -> str:
