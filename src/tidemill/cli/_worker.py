@@ -33,8 +33,9 @@ log = logging.getLogger("tidemill.cli.worker")
 _EPILOG = """\
 Start as many workers as you like, on as many machines as share the store
 (PostgreSQL); each claims jobs under a lease it renews. The first SIGINT or
-SIGTERM stops claiming and finishes the steps in hand; a second one abandons
-them (another worker takes them over when their lease runs out).
+SIGTERM stops claiming and finishes the steps in hand (for at most --grace
+seconds, when given); a second one abandons them (another worker takes them
+over when their lease runs out).
 
 With --metrics-port, the worker serves Prometheus metrics of its AI steps
 (tidemill_ai_action_*, tidemill_ai_agent_*) at http://HOST:PORT/metrics.
@@ -65,6 +66,14 @@ def register(
         default=4,
         metavar="N",
         help="steps run at once (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="after the first SIGINT or SIGTERM, wait at most S seconds for the running steps, "
+        "then abandon them (default: wait for them however long)",
     )
     parser.add_argument(
         "--lease",
@@ -157,14 +166,30 @@ async def _work(args: argparse.Namespace) -> int:
             engine.url,
             worker.concurrency,
         )
+        grace_ends: float | None = None
         try:
             while True:
                 waiter = asyncio.ensure_future(signals.pressed.wait())
-                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                left = None if grace_ends is None else max(0.0, grace_ends - time.monotonic())
+                await asyncio.wait(
+                    {task, waiter}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
                 waiter.cancel()
                 if task.done():
                     break
+                if not signals.pressed.is_set():  # the grace period passed
+                    log.warning(
+                        "stopping: %d step(s) still running after the %gs grace period; "
+                        "abandoning them, their leases will run out",
+                        len(reporter.running),
+                        args.grace,
+                    )
+                    task.cancel()
+                    grace_ends = None
+                    continue
                 signals.pressed.clear()
+                if signals.count == 1 and args.grace is not None:
+                    grace_ends = time.monotonic() + args.grace
                 if signals.count == 1 and reporter.running:
                     log.info(
                         "stopping: finishing %d running step(s) (signal again to abandon them)",
