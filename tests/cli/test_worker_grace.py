@@ -75,3 +75,22 @@ def test_the_grace_period_must_be_positive(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, env=environment(), check=False,
     )  # fmt: skip
     assert done.returncode == 2 and "--grace" in done.stderr
+
+
+def test_an_abandoned_step_is_taken_over_at_once_not_after_its_lease(tmp_path: Path) -> None:
+    """Worker A abandons the step when its grace period ends; B starts it well within A's lease."""
+    db = f"sqlite:///{tmp_path}/t.db"
+    effects = tmp_path / "effects"
+    submit(tmp_path, db)
+    worker = ("worker", "--db", db, "--poll", "0.1", "--lease", "60")
+    with running(*worker, "--grace", "0.5") as (first, _):
+        started(effects, first)
+        with running(*worker, "--grace", "0.5") as (second, _):
+            first.send_signal(signal.SIGTERM)
+            assert first.wait(timeout=20) == 0
+            deadline = time.monotonic() + 20  # A's lease had about a minute left
+            while effects.read_text().split() != ["start", "start"]:
+                assert time.monotonic() < deadline, effects.read_text()
+                time.sleep(0.05)
+            second.send_signal(signal.SIGTERM)
+            assert second.wait(timeout=20) == 0

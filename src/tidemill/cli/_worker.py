@@ -34,8 +34,8 @@ _EPILOG = """\
 Start as many workers as you like, on as many machines as share the store
 (PostgreSQL); each claims jobs under a lease it renews. The first SIGINT or
 SIGTERM stops claiming and finishes the steps in hand (for at most --grace
-seconds, when given); a second one abandons them (another worker takes them
-over when their lease runs out).
+seconds, when given); a second one abandons them, and each is queued again
+for another worker to take.
 
 With --metrics-port, the worker serves Prometheus metrics of its AI steps
 (tidemill_ai_action_*, tidemill_ai_agent_*) at http://HOST:PORT/metrics.
@@ -180,7 +180,7 @@ async def _work(args: argparse.Namespace) -> int:
                 if not signals.pressed.is_set():  # the grace period passed
                     log.warning(
                         "stopping: %d step(s) still running after the %gs grace period; "
-                        "abandoning them, their leases will run out",
+                        "abandoning them: they are queued again for another worker",
                         len(reporter.running),
                         args.grace,
                     )
@@ -198,7 +198,9 @@ async def _work(args: argparse.Namespace) -> int:
                 elif signals.count == 1:
                     log.info("stopping")
                 else:
-                    log.warning("abandoning the running steps; their leases will run out")
+                    log.warning(
+                        "abandoning the running steps: they are queued again for another worker"
+                    )
                     task.cancel()
             if not task.cancelled():
                 task.result()

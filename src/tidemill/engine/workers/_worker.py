@@ -18,6 +18,7 @@ closes it after them when `run` ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -316,7 +317,11 @@ class Worker:
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
-                    raise  # the worker is stopping
+                    # The worker is stopping and abandons the step: queue it again at
+                    # once, for another worker, rather than leave it to its lease.
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.shield(self._leases.abandon(job, retry_in=0.0))
+                    raise
                 log.info("job %s stopped: its lease was lost or its run cancelled", job.id)
                 taken = []
             except LeaseLost as exc:
