@@ -6,11 +6,13 @@ Checkpointers live in `tidemill.agents.checkpoint`, journal events in
 """
 
 from tidemill.agents._builder import AgentBuilder, agent
+from tidemill.agents._components import GROUPS
 from tidemill.agents._delegation import AgentTool, Delegation, Worker
 from tidemill.agents._facade import Prompt
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._output import OutputSpec
 from tidemill.agents._runtime import AgentRuntime
+from tidemill.agents._supervisor import SupervisorRuntime
 from tidemill.agents.checkpoint import (
     Checkpointer,
     MemoryCheckpointer,
@@ -20,6 +22,7 @@ from tidemill.agents.checkpoint import (
 from tidemill.agents.journal import JournalRecord, ThreadState, ThreadStatus
 
 __all__ = [
+    "GROUPS",
     "AgentBuilder",
     "AgentRuntime",
     "AgentTool",
@@ -31,6 +34,7 @@ __all__ = [
     "PostgresCheckpointer",
     "Prompt",
     "SQLiteCheckpointer",
+    "SupervisorRuntime",
     "ThreadState",
     "ThreadStatus",
     "UsageLimits",

@@ -8,13 +8,16 @@ runtime does not support.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from tidemill.agents._delegation import AgentTool, Delegation
+from tidemill.agents._delegation import ROUTING_PROMPT, AgentTool, Delegation
+from tidemill.agents._facade import Closeable
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._output import OutputSpec
 from tidemill.agents._runtime import AgentRuntime
+from tidemill.agents._supervisor import SupervisorRuntime
 from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
 from tidemill.agents.guardrails import Guardrail
 from tidemill.agents.memory import Memory
@@ -41,7 +44,9 @@ class Blueprint:
     model: Model | None = None
     registry: ToolRegistry = field(default_factory=ToolRegistry)
     system: str | None = None
-    name: str = "agent"
+    name: str | None = None
+    description: str | None = None
+    routing_prompt: str = ROUTING_PROMPT
     max_iterations: int = 10
     tool_call_retries: int = 2
     parallel: bool = True
@@ -57,8 +62,10 @@ class Blueprint:
     tracer: Tracer | None = None
     graph: bool = False
 
-    def build(self) -> AgentRuntime | GraphRuntime:
-        """Build the agent this blueprint describes.
+    def build(self, *, owned: Sequence[Closeable] = ()) -> AgentRuntime | GraphRuntime:
+        """Build the agent this blueprint describes; a `SupervisorRuntime` with specialists.
+
+        `owned` is what the runtime's `aclose()` closes: what the builder made.
 
         Raises:
             ConfigurationError: When no model was chosen, or `.graph()` was
@@ -75,11 +82,19 @@ class Blueprint:
             self.checkpointer = MemoryCheckpointer()
         if self.graph:
             return self._build_graph(self.model, self.checkpointer)
-        return AgentRuntime(
+        options: dict[str, Any] = {}
+        runtime: type[AgentRuntime] = AgentRuntime
+        if self.specialists:
+            runtime = SupervisorRuntime
+            options["routing_prompt"] = self.routing_prompt
+        return runtime(
             model=self.model,
             tools=self.registry,
             system_prompt=self.system,
-            name=self.name,
+            name=self.name or ("supervisor" if self.specialists else "agent"),
+            description=self.description,
+            owned=owned,
+            **options,
             max_iterations=self.max_iterations,
             tool_call_retries=self.tool_call_retries,
             parallel_tools=self.parallel,
@@ -117,7 +132,7 @@ class Blueprint:
             model=model,
             tools=self.registry,
             system_prompt=self.system,
-            name=self.name,
+            name=self.name or "agent",
             max_iterations=self.max_iterations,
             tool_call_retries=self.tool_call_retries,
             parallel_tools=self.parallel,

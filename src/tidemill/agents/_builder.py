@@ -6,35 +6,37 @@ the runs themselves go to that runtime through `RuntimeFront` (`_front`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self, Unpack
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
+from tidemill.agents import _slots
 from tidemill.agents._blueprint import Blueprint
+from tidemill.agents._components import Components, Slot
 from tidemill.agents._delegation import AgentTool, Delegation, Worker
+from tidemill.agents._facade import Closeable
 from tidemill.agents._front import RuntimeFront
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._output import OutputSpec
 from tidemill.agents._runtime import AgentRuntime
-from tidemill.agents.checkpoint import Checkpointer, resolve_checkpointer
-from tidemill.agents.guardrails import Guardrail, resolve_guardrail
-from tidemill.agents.memory import Memory, resolve_memory
-from tidemill.agents.tracing import Tracer, resolve_tracer
-from tidemill.errors import ConfigurationError
-from tidemill.llm import Model, resolve_model
+from tidemill.agents._slots import default_model_spec
+from tidemill.agents.checkpoint import Checkpointer
+from tidemill.agents.guardrails import Guardrail
+from tidemill.agents.memory import Memory
+from tidemill.agents.tracing import Tracer
+from tidemill.errors import ConfigurationError, InvalidOption
+from tidemill.llm import Model
 from tidemill.tools import ToolLike
 
 if TYPE_CHECKING:
     from tidemill.agents.graph import GraphRuntime
-    from tidemill.tools.mcp import MCPServer, MCPServerOptions
+    from tidemill.tools.mcp import MCPClientSpec
 
 __all__ = ["AgentBuilder", "agent"]
 
-
-class _Closeable(Protocol):
-    async def aclose(self) -> None: ...
+T = TypeVar("T")
 
 
 def agent() -> AgentBuilder:
@@ -74,43 +76,106 @@ class AgentBuilder(RuntimeFront):
 
     def __init__(self) -> None:
         self._blueprint = Blueprint()
-        self._owned: list[_Closeable] = []
+        self._components = Components()
+        self._owned: list[Closeable] = []
         self._runtime: AgentRuntime | GraphRuntime | None = None
         self._sync = LoopThread("tidemill-agent")
 
     # -- configuration -----------------------------------------------------------
 
-    def llm(self, spec: str | Model | Sequence[str | Model], /, **config: Any) -> Self:
+    def llm(
+        self,
+        spec: str | Model | Sequence[str | Model] | Callable[..., Model] | None = None,
+        /,
+        **config: Any,
+    ) -> Self:
         """Choose the model.
+
+        Without a call to `llm`, the agent uses the model named by the
+        `TIDEMILL_DEFAULT_MODEL` environment variable; `llm()` with no spec
+        chooses that model now.
 
         Args:
             spec: `"provider:model"` (`"openai:gpt-4o-mini"`), a bare model id,
-                `"fake"` for the offline scripted model, a `Model`, or a list of
-                them: the first answers, and the next takes over on rate limits,
-                timeouts and provider outages.
+                `"fake"` for the offline scripted model, a name bound with
+                `bind()` or registered by a plugin, a `Model`, a factory
+                returning one, or a list of specs: the first answers, and the
+                next takes over on rate limits, timeouts and provider outages.
             **config: Options for the model. The scripted model takes
                 `responses=`, `tool_calls=`, `handler=` and `strict=`.
 
         Raises:
-            ConfigurationError: For an unknown provider or option.
+            ConfigurationError: For an unknown provider or option, or no spec
+                and no `TIDEMILL_DEFAULT_MODEL`.
 
         Examples:
             >>> from tidemill import agent
             >>> _ = agent().llm("fake", responses=["ok"], strict=True)
+            >>> from tidemill.llm import ScriptedModel
+            >>> agent().llm(ScriptedModel, responses=["made"]).run("Hi").output
+            'made'
         """
-        model = resolve_model(spec, **config)
-        if not isinstance(spec, Model):
-            self._owned.append(model)
-        self._blueprint.model = model
+        if spec is None:
+            spec = default_model_spec()
+        self._blueprint.model = self._make(_slots.MODEL, spec, config)
         return self._changed()
 
-    def tool(self, *tools: ToolLike) -> Self:
-        """Bind tools: `@tool` functions, `Tool` objects or plain functions.
+    def native_llm(self) -> Model:
+        """Return the `Model` the agent calls: Tidemill's adapter for its provider.
 
         Raises:
-            ConfigurationError: When something is not a tool, or a name is taken.
+            ConfigurationError: When no model was chosen and `TIDEMILL_DEFAULT_MODEL` is unset.
+
+        Examples:
+            >>> from tidemill import agent
+            >>> agent().llm("fake").native_llm().provider
+            'scripted'
+        """
+        self.build()
+        assert self._blueprint.model is not None  # build() chose one or raised
+        return self._blueprint.model
+
+    def bind(self, name: str, factory: Callable[..., Any]) -> Self:
+        """Make `name` usable as a string spec on this builder only.
+
+        `factory` is called with the method's options when a method is given
+        `name`: `.llm("mycorp")`, `.memory("mine", size=3)`, `.guardrails(...)`,
+        `.observe(...)`, `.checkpoint(...)`, `.mcp(...)`. For `.tool(name)`,
+        bind the tool itself. A bound name wins over Tidemill's own names and
+        over plugins; `.llm("mycorp:big")` calls the factory with `model="big"`.
+        Installed packages add names for every builder through entry points:
+        see `tidemill.agents.GROUPS`.
+
+        Raises:
+            ConfigurationError: For an empty name, a name bound already, or a
+                factory that is not callable.
+
+        Examples:
+            >>> from tidemill import agent
+            >>> from tidemill.agents.memory import WindowMemory
+            >>> bot = agent().llm("fake").bind("short", lambda: WindowMemory(size=2))
+            >>> bot.memory("short").describe()["memory"]
+            {'kind': 'window', 'size': 2}
+        """
+        self._components.bind(name, factory)
+        return self
+
+    def tool(self, *tools: ToolLike | str | None) -> Self:
+        """Bind tools: `@tool` functions, `Tool` objects, plain functions, or names.
+
+        A name is one bound with `bind(name, tool)` or registered by a plugin
+        in the `tidemill.tools` entry point group. `None` is skipped, so a
+        tool can be left out by a condition: `.tool(search if online else None)`.
+
+        Raises:
+            ConfigurationError: When something is not a tool, a name is
+                unknown, or a tool's name is taken.
         """
         for item in tools:
+            if item is None:
+                continue
+            if isinstance(item, str):
+                item = cast(ToolLike, self._components.make(_slots.TOOL, item, {}).component)
             self._blueprint.registry.add(item)
         return self._changed()
 
@@ -118,27 +183,60 @@ class AgentBuilder(RuntimeFront):
         """Bind a sequence of tools; see `tool`."""
         return self.tool(*tools)
 
-    def mcp(self, server: MCPServer | None = None, /, **options: Unpack[MCPServerOptions]) -> Self:
+    def mcp(self, spec: MCPClientSpec | None = None, /, **options: Any) -> Self:
         """Connect an MCP server and bind its tools, named `{server}__{tool}`.
 
-        Call it once per server: `command=`/`args=`/`env=` start one as a
-        subprocess (stdio), `url=`/`headers=` reach one that is running
-        (streamable HTTP); `name=` sets the prefix of its tools. The
-        connection is made now, on this builder's own event loop, so a
-        server that cannot be reached fails here with `MCPConnectionError`,
-        never as an empty tool list; `close()` shuts it down. Needs
-        `pip install 'tidemill[mcp]'`.
+        Call it once per server. Without `spec` (or with `"fastmcp"`), the
+        client is Tidemill's `MCPConnection` over the official SDK:
+        `command=`/`args=`/`env=` start a server as a subprocess (stdio),
+        `url=`/`headers=` reach one that is running (streamable HTTP), and
+        `server=` (or `name=`) sets the prefix of its tools. `"static"` with
+        `tools=[...]` serves in-process tools as a server's (`StaticMCPClient`),
+        for tests and for giving tools a server's names. `spec` may also be
+        an `MCPServer`, any `MCPClient` object, a factory returning one
+        (called with the options), or a name bound with `bind()`.
+
+        A client that is not open is opened now, on this builder's own event
+        loop, so a server that cannot be reached fails here with
+        `MCPConnectionError`, never as an empty tool list. The builder closes
+        the clients it made or opened; a client passed in already open stays
+        the caller's to close. `"fastmcp"` needs `pip install 'tidemill[mcp]'`.
 
         Raises:
+            ConfigurationError: For an unknown name (with a did-you-mean),
+                `"static"` without `tools=`, `server=` and `name=` that
+                differ, options a client does not take, or an object that is
+                not an MCP client.
             MCPConnectionError: When the server cannot be started, reached or initialised.
             MissingDependencyError: When the `mcp` extra is not installed.
-        """
-        from tidemill.tools.mcp import MCPConnection
 
-        connection = MCPConnection(server, **options)
-        self._sync.run(connection.aconnect())
-        self._owned.append(connection)
-        return self.tool(*connection.tools)
+        Examples:
+            >>> from tidemill import ToolCall, agent, tool
+            >>> @tool
+            ... def read_file(path: str) -> str:
+            ...     '''Read a file.'''
+            ...     return f"contents of {path}"
+            >>> call = ToolCall(name="fs__read_file", arguments={"path": "a.txt"})
+            >>> bot = (agent()
+            ...        .llm("fake", responses=["", "Done."], tool_calls=[[call], []])
+            ...        .mcp("static", server="fs", tools=[read_file]))
+            >>> bot.run("Read a.txt").steps[0].tool_results[0].content
+            'contents of a.txt'
+            >>> bot.close()
+        """
+        from tidemill.tools.mcp import MCPClient, is_mcp_client, resolve_client
+
+        slot: Slot[MCPClient] = Slot("MCP client", is_mcp_client, resolve_client)
+        made = self._components.make(slot, spec, dict(options))
+        client = made.component
+        owned = made.owned
+        if not client.is_open:
+            # Opened on this builder's loop, the client lives as long as that loop: ours to close.
+            self._sync.run(client.aconnect())
+            owned = True
+        if owned:
+            self._owned.append(client)
+        return self.tool(*client.tools)
 
     def system(self, prompt: str) -> Self:
         """Set the instructions sent first on every model call."""
@@ -156,6 +254,48 @@ class AgentBuilder(RuntimeFront):
         self._blueprint.name = value
         return self._changed()
 
+    def description(self, text: str) -> Self:
+        """Say what the agent is good at, for a supervisor that delegates to it.
+
+        A specialist added with `.agent(name, worker)` and no description of
+        its own is described by this; without it, by the first line of the
+        worker's system prompt.
+
+        Examples:
+            >>> from tidemill import agent
+            >>> editor = agent().llm("fake").description("Fixes grammar and style.")
+            >>> boss = agent().llm("fake").agent("editor", editor)
+            >>> boss.describe()["team"]
+            {'editor': 'Fixes grammar and style.'}
+        """
+        self._blueprint.description = text.strip() or None
+        return self._changed()
+
+    def routing(self, prompt: str) -> Self:
+        r"""Replace a supervisor's routing instructions.
+
+        They follow `.system()` in the supervisor's system prompt; `{roster}`
+        in `prompt` becomes one line per specialist (`- name: description`).
+
+        Raises:
+            ConfigurationError: For an empty prompt.
+
+        Examples:
+            >>> from tidemill import agent
+            >>> boss = (agent().llm("fake")
+            ...         .agent("maths", agent().llm("fake"), "Does sums.")
+            ...         .routing("Send sums to the right colleague:\n{roster}"))
+            >>> boss.describe()["system_prompt"] is None
+            True
+        """
+        if not prompt.strip():
+            raise ConfigurationError(
+                "The routing prompt is empty.",
+                hint="Give the instructions, with {roster} where the specialists are listed.",
+            )
+        self._blueprint.routing_prompt = prompt
+        return self._changed()
+
     def max_iterations(self, limit: int) -> Self:
         """Set how many model calls a run may make before `MaxIterationsExceeded`.
 
@@ -163,7 +303,7 @@ class AgentBuilder(RuntimeFront):
             ConfigurationError: If `limit` is less than 1.
         """
         if limit < 1:
-            raise ConfigurationError(
+            raise InvalidOption(
                 f"max_iterations must be at least 1, not {limit}.",
                 hint="It bounds the model calls of one run.",
             )
@@ -179,14 +319,17 @@ class AgentBuilder(RuntimeFront):
         turn uses one retry and one iteration; `0` fails on the first.
 
         Raises:
-            ConfigurationError: If `limit` is negative.
+            InvalidOption: If `limit` is negative (a `ValueError`).
 
         Examples:
             >>> from tidemill import agent
             >>> _ = agent().llm("fake").tool_call_retries(3)
         """
         if limit < 0:
-            raise ConfigurationError(f"tool_call_retries must not be negative, not {limit}.")
+            raise InvalidOption(
+                f"tool_call_retries must not be negative, not {limit}.",
+                hint="0 fails a run on its first bad tool call.",
+            )
         self._blueprint.tool_call_retries = limit
         return self._changed()
 
@@ -197,7 +340,7 @@ class AgentBuilder(RuntimeFront):
         """
         if max_parallel is not None:
             if max_parallel < 1:
-                raise ConfigurationError("max_parallel must be at least 1.")
+                raise InvalidOption(f"max_parallel must be at least 1, not {max_parallel}.")
             self._blueprint.max_parallel = max_parallel
         self._blueprint.parallel = enabled
         return self._changed()
@@ -212,7 +355,9 @@ class AgentBuilder(RuntimeFront):
         self._blueprint.approval = enabled
         return self._changed()
 
-    def checkpoint(self, spec: str | Checkpointer | None = None, /, **config: Any) -> Self:
+    def checkpoint(
+        self, spec: str | Checkpointer | Callable[..., Checkpointer] | None = None, /, **config: Any
+    ) -> Self:
         """Choose where threads' journals are kept.
 
         Args:
@@ -227,10 +372,7 @@ class AgentBuilder(RuntimeFront):
             >>> path = pathlib.Path(tempfile.mkdtemp()) / "agent.db"
             >>> _ = agent().llm("fake").checkpoint("sqlite", path=path)
         """
-        checkpointer = resolve_checkpointer(spec, **config)
-        if spec is None or isinstance(spec, str):
-            self._owned.append(checkpointer)
-        self._blueprint.checkpointer = checkpointer
+        self._blueprint.checkpointer = self._make(_slots.CHECKPOINTER, spec, config)
         return self._changed()
 
     def agent(self, name: str, worker: Worker, description: str = "") -> Self:
@@ -240,10 +382,15 @@ class AgentBuilder(RuntimeFront):
         on a thread of its own and sees only that task. Its answer comes back
         as the tool's result, and what it spent rolls up into this run's usage.
 
+        `build()` then returns a `SupervisorRuntime`, named `"supervisor"`
+        unless `.name()` says otherwise; `.routing()` replaces its routing
+        instructions.
+
         Args:
             name: The name the supervisor delegates by.
             worker: An agent builder, a runtime, or anything with `arun` and `astate`.
-            description: What the specialist is good at; the supervisor routes on it.
+            description: What the specialist is good at; the supervisor routes
+                on it. Without one, the worker's own (see `.description()`).
 
         Examples:
             >>> from tidemill import agent
@@ -284,7 +431,9 @@ class AgentBuilder(RuntimeFront):
         }
         return self._changed()
 
-    def memory(self, spec: str | Memory = "window", /, **config: Any) -> Self:
+    def memory(
+        self, spec: str | Memory | Callable[..., Memory] = "window", /, **config: Any
+    ) -> Self:
         """Choose which part of a thread each model call sees.
 
         The journal keeps the whole thread whatever is chosen; a thread is
@@ -305,10 +454,12 @@ class AgentBuilder(RuntimeFront):
             >>> from tidemill import agent
             >>> _ = agent().llm("fake").memory("window", size=10)
         """
-        self._blueprint.memory = resolve_memory(spec, **config)
+        self._blueprint.memory = self._make(_slots.MEMORY, spec, config)
         return self._changed()
 
-    def guardrails(self, spec: str | Guardrail | None = None, /, **config: Any) -> Self:
+    def guardrails(
+        self, spec: str | Guardrail | Callable[..., Guardrail] | None = None, /, **config: Any
+    ) -> Self:
         """Check what goes in and what comes out for personal data and secrets.
 
         Args:
@@ -328,10 +479,12 @@ class AgentBuilder(RuntimeFront):
             >>> bot.guardrails(pii=True, on_violation="redact").run("Contact?").output
             'Write to [EMAIL].'
         """
-        self._blueprint.guardrail = resolve_guardrail(spec, **config)
+        self._blueprint.guardrail = self._make(_slots.GUARDRAIL, spec, config)
         return self._changed()
 
-    def observe(self, spec: str | Tracer | None = None, /, **config: Any) -> Self:
+    def observe(
+        self, spec: str | Tracer | Callable[..., Tracer] | None = None, /, **config: Any
+    ) -> Self:
         """Trace runs, model calls and tool calls.
 
         Args:
@@ -341,7 +494,7 @@ class AgentBuilder(RuntimeFront):
             **config: Tracer options, such as `capture_content=True` to record
                 message text (off by default: prompts may hold secrets).
         """
-        self._blueprint.tracer = resolve_tracer(spec, **config)
+        self._blueprint.tracer = self._make(_slots.TRACER, spec, config)
         return self._changed()
 
     def limits(
@@ -458,26 +611,31 @@ class AgentBuilder(RuntimeFront):
             MissingDependencyError: For `.graph()` without the `graph` extra.
         """
         if self._runtime is None:
-            self._runtime = self._blueprint.build()
+            if self._blueprint.model is None:
+                self.llm(default_model_spec())
+            self._runtime = self._blueprint.build(owned=self._owned)
         return self._runtime
 
     async def aclose(self) -> None:
-        """Close the components this builder created from strings.
+        """Close the components this builder made: from names, factories and `mcp()`.
 
         Objects passed in (a `Model`, a `Checkpointer`) stay open; they are
-        the caller's to close.
+        the caller's to close. The runtime built last shares the list, so
+        closing either one closes each component once.
         """
-        owned, self._owned = self._owned, []
-        for component in owned:
-            await component.aclose()
+        while self._owned:
+            await self._owned.pop(0).aclose()
         if self._runtime is not None:
             self._runtime.close()
             self._runtime = None
 
-    def close(self) -> None:
-        """Blocking `aclose`; also stops the thread behind the blocking methods."""
-        self._sync.run(self.aclose())
-        self._sync.close()
+    def _make(self, slot: Slot[T], spec: object, config: dict[str, Any]) -> T:
+        """Resolve a component; one the builder made, and that has `aclose`, is closed with it."""
+        made = self._components.make(slot, spec, config)
+        component = made.component
+        if made.owned and callable(getattr(component, "aclose", None)):
+            self._owned.append(cast(Closeable, component))
+        return component
 
     def _changed(self) -> Self:
         self._runtime = None

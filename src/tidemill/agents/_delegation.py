@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+import secrets
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -22,11 +24,28 @@ from pydantic import JsonValue
 
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents.journal import ThreadState
-from tidemill.errors import AgentError, ConfigurationError
+from tidemill.errors import ConfigurationError, TidemillError
 from tidemill.tools import Tool, ToolContext, ToolReturn, render_result
 from tidemill.types import AgentResponse, AgentStep, Message, Usage
 
-__all__ = ["AgentTool", "Delegation", "Worker", "broadcast", "pipeline", "roster"]
+__all__ = [
+    "ROUTING_PROMPT",
+    "AgentTool",
+    "Delegation",
+    "Worker",
+    "broadcast",
+    "first_line",
+    "pipeline",
+    "roster",
+]
+
+_log = logging.getLogger("tidemill.agents")
+
+ROUTING_PROMPT = (
+    "You lead a team of specialists. Delegate work by calling a specialist's tool with "
+    "a complete, self-contained task: they cannot see this conversation. Specialists:\n{roster}"
+)
+"""A supervisor's routing instructions; `{roster}` becomes one line per specialist."""
 
 # How many more levels of delegation the current run may start; None when unbounded.
 _LEVELS_LEFT: contextvars.ContextVar[int | None] = contextvars.ContextVar(
@@ -103,7 +122,9 @@ class AgentTool(Tool):
     Args:
         worker: The specialist agent.
         name: The tool name the supervisor calls it by.
-        description: What the specialist is good at; the supervisor routes on it.
+        description: What the specialist is good at; the supervisor routes on
+            it. Without one, the worker's own description (`describe()`'s
+            `"description"`: its `.description()` or its system prompt's first line).
         delegation: The bounds shared by the supervisor's specialists.
 
     Examples:
@@ -129,9 +150,18 @@ class AgentTool(Tool):
         description: str = "",
         delegation: Delegation | None = None,
     ) -> None:
+        if not callable(getattr(worker, "arun", None)) or not callable(
+            getattr(worker, "astate", None)
+        ):
+            raise ConfigurationError(
+                f"Cannot use {type(worker).__name__} as the {name!r} specialist: "
+                "it has no arun() and astate().",
+                hint="Pass an agent builder (agent()...), an AgentRuntime, or an object "
+                "with async arun(task, ...) and astate(thread_id).",
+            )
         super().__init__(
             name=name,
-            description=description or f"Delegate a task to the {name!r} specialist.",
+            description=description or own_description(worker, name),
             parameters={
                 "type": "object",
                 "properties": {
@@ -191,7 +221,8 @@ class AgentTool(Tool):
             response = await self.worker.arun(
                 task, thread_id=thread_id, limits=self.delegation.child_limits, deps=deps
             )
-        except AgentError as exc:
+        except TidemillError as exc:
+            # A provider's failure too: the supervisor sees it and can route elsewhere.
             partial = getattr(exc, "response", None)
             usage = partial.usage if isinstance(partial, AgentResponse) else Usage()
             return ToolReturn(
@@ -233,10 +264,11 @@ async def broadcast(
 ) -> dict[str, AgentResponse]:
     """Run every specialist on the same task, concurrently.
 
-    One specialist failing does not lose the others' work: its entry is an
-    `AgentResponse` whose output says what went wrong, with
-    `metadata["error"]` set. `limits` bounds each specialist's run, as
-    `Delegation.child_limits` bounds a delegated one; `deps` goes to each.
+    One specialist failing (any exception but a cancellation) does not lose
+    the others' work: its entry is an `AgentResponse` whose output says what
+    went wrong, with `metadata["error"]` set to the exception's type.
+    `limits` bounds each specialist's run, as `Delegation.child_limits`
+    bounds a delegated one; `deps` goes to each.
     """
     gate = asyncio.Semaphore(max_concurrency)
 
@@ -244,11 +276,15 @@ async def broadcast(
         async with gate:
             try:
                 return await worker.arun(task, limits=limits, deps=deps)
-            except AgentError as exc:
+            except Exception as exc:
+                if not isinstance(exc, TidemillError):
+                    _log.warning("specialist %r failed in a broadcast", name, exc_info=exc)
                 partial = getattr(exc, "response", None)
+                message = exc.message if isinstance(exc, TidemillError) else str(exc)
                 return AgentResponse(
-                    output=f"{name} failed: {exc.message}",
+                    output=f"{name} failed: {message}",
                     usage=partial.usage if isinstance(partial, AgentResponse) else Usage(),
+                    thread_id=partial.thread_id if isinstance(partial, AgentResponse) else "",
                     metadata={"error": type(exc).__name__, "agent": name},
                 )
 
@@ -286,8 +322,10 @@ async def pipeline(
     messages = [Message.user(task)]
     usage = Usage()
     output: object = task
+    threads: list[JsonValue] = []
     for index, name in enumerate(order):
         response = await specialists[name].arun(current, limits=limits, deps=deps)
+        threads.append(response.thread_id)
         output, current = response.output, _text(response.output)
         usage = usage + response.usage
         messages.append(Message.assistant(current, name=name))
@@ -298,14 +336,48 @@ async def pipeline(
         steps=steps,
         usage=usage,
         latency_ms=(time.perf_counter() - started) * 1000,
-        metadata={"pattern": "pipeline", "order": list(order)},
+        thread_id="pipeline_" + secrets.token_hex(12),
+        metadata={"pattern": "pipeline", "order": list(order), "threads": threads},
     )
 
 
-def roster(specialists: Sequence[AgentTool]) -> str:
-    """The supervisor's instructions: how to delegate, and to whom."""
+def roster(specialists: Sequence[AgentTool], prompt: str = ROUTING_PROMPT) -> str:
+    """A supervisor's instructions: `prompt` with `{roster}` replaced by its specialists.
+
+    Examples:
+        >>> from tidemill import agent
+        >>> team = [AgentTool(agent().llm("fake"), name="a", description="Does A.")]
+        >>> roster(team, "Route to: {roster}")
+        'Route to: - a: Does A.'
+    """
     lines = "\n".join(f"- {tool.name}: {tool.description}" for tool in specialists)
-    return (
-        "You lead a team of specialists. Delegate work by calling a specialist's tool with "
-        "a complete, self-contained task: they cannot see this conversation. Specialists:\n" + lines
-    )
+    return prompt.replace("{roster}", lines)
+
+
+def first_line(text: str | None, *, limit: int = 200) -> str | None:
+    r"""The first non-empty line of `text`, cut to `limit` characters; None for none.
+
+    Examples:
+        >>> first_line("\nYou are a careful editor.\nFix typos.")
+        'You are a careful editor.'
+    """
+    for line in (text or "").splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return None
+
+
+def own_description(worker: object, name: str) -> str:
+    """What a worker says it is good at, or a generic line naming it."""
+    describe = getattr(worker, "describe", None)
+    if callable(describe):
+        try:
+            described = describe()
+        except TidemillError:  # a builder with no model yet cannot describe itself
+            described = None
+        if isinstance(described, Mapping):
+            text = described.get("description")
+            if isinstance(text, str) and text.strip():
+                return text.strip()
+    return f"Delegate a task to the {name!r} specialist."

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Unpack
+from typing import Protocol, Unpack
 
 from pydantic import JsonValue
 
@@ -23,10 +23,17 @@ from tidemill.errors import ConfigurationError
 from tidemill.llm import ModelSettings
 from tidemill.types import AgentResponse, Decision, Message, StreamEvent, TextDelta, ToolCall
 
-__all__ = ["AgentFacade", "Prompt", "prompt_messages"]
+__all__ = ["AgentFacade", "Closeable", "Prompt", "prompt_messages"]
 
 Prompt = str | Message | Sequence[Message]
 """What a run starts from: a user's text, one message, or a transcript."""
+
+
+class Closeable(Protocol):
+    """A component that holds something open: a connection, a client, a process."""
+
+    async def aclose(self) -> None:
+        """Release it."""
 
 
 class AgentFacade(ABC):
@@ -231,9 +238,15 @@ class AgentFacade(ABC):
         """Blocking `ahistory`."""
         return self._sync.run(self.ahistory(thread_id, limit))
 
+    async def aclose(self) -> None:  # noqa: B027 - optional: most fronts own nothing
+        """Release what the agent owns; nothing by default."""
+
     def close(self) -> None:
-        """Stop the thread behind the blocking methods."""
-        self._sync.close()
+        """Blocking `aclose`; also stops the thread behind the blocking methods."""
+        try:
+            self._sync.run(self.aclose())
+        finally:
+            self._sync.close()
 
 
 def prompt_messages(prompt: Prompt) -> tuple[Message, ...]:

@@ -30,10 +30,11 @@ from tidemill.agents._delegation import (
     Delegation,
     Worker,
     broadcast,
+    first_line,
     pipeline,
     roster,
 )
-from tidemill.agents._facade import AgentFacade, Prompt, prompt_messages
+from tidemill.agents._facade import AgentFacade, Closeable, Prompt, prompt_messages
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._loop import AgentLoop, RunBounds
 from tidemill.agents._output import OutputSpec
@@ -53,6 +54,7 @@ from tidemill.errors import (
     ApprovalError,
     ConfigurationError,
     GuardrailViolation,
+    InvalidOption,
     LimitExceeded,
     OutputValidationError,
     ThreadBusy,
@@ -109,6 +111,10 @@ class AgentRuntime(AgentFacade):
             checked before it is journaled, what the model answers before it
             is journaled or streamed out.
         tracer: Where spans for the run, each model call and each tool call go.
+        description: What the agent is good at, for a supervisor that
+            delegates to it; its system prompt's first line when not given.
+        owned: Components `aclose()` closes with the runtime: those its
+            builder made. What else is passed in stays the caller's to close.
 
     Examples:
         >>> from tidemill.llm import ScriptedModel
@@ -137,13 +143,15 @@ class AgentRuntime(AgentFacade):
         delegation: Delegation | None = None,
         guardrail: Guardrail | None = None,
         tracer: Tracer | None = None,
+        description: str | None = None,
+        owned: Sequence[Closeable] = (),
     ) -> None:
         if max_iterations < 1:
-            raise ConfigurationError("max_iterations must be at least 1.")
+            raise InvalidOption(f"max_iterations must be at least 1, not {max_iterations}.")
         if tool_call_retries < 0:
-            raise ConfigurationError("tool_call_retries must not be negative.")
+            raise InvalidOption(f"tool_call_retries must not be negative, not {tool_call_retries}.")
         if max_parallel < 1:
-            raise ConfigurationError("max_parallel must be at least 1.")
+            raise InvalidOption(f"max_parallel must be at least 1, not {max_parallel}.")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         if len(self.tools) and not model.supports_tools:
@@ -153,7 +161,9 @@ class AgentRuntime(AgentFacade):
                 hint="Use a tool-capable model, or drop the tools.",
             )
         self.system_prompt = system_prompt
+        self.description = description or first_line(system_prompt)
         self.name = name
+        self._owned = owned if isinstance(owned, list) else list(owned)
         self.max_iterations = max_iterations
         self.tool_call_retries = tool_call_retries
         self.parallel_tools = parallel_tools
@@ -169,8 +179,6 @@ class AgentRuntime(AgentFacade):
         self.specialists = {tool.name: tool for tool in specialists}
         for specialist in specialists:
             self.tools.add(specialist)
-        if specialists:
-            system_prompt = "\n\n".join(p for p in (system_prompt, roster(specialists)) if p)
         self._loop = AgentLoop(
             model=model,
             runner=ToolRunner(
@@ -182,7 +190,7 @@ class AgentRuntime(AgentFacade):
                 max_fan_out=self.delegation.max_fan_out,
                 tracer=self.tracer,
             ),
-            system_prompt=system_prompt,
+            system_prompt=self._instructions(),
             tool_call_retries=tool_call_retries,
             output=output,
             memory=self.memory,
@@ -456,7 +464,44 @@ class AgentRuntime(AgentFacade):
             )
         return {name: tool.worker for name, tool in self.specialists.items()}
 
+    def _instructions(self) -> str | None:
+        """The system prompt each model call gets: the agent's own, then the roster."""
+        if not self.specialists:
+            return self.system_prompt
+        parts = (self.system_prompt, roster(list(self.specialists.values())))
+        return "\n\n".join(p for p in parts if p)
+
     # -- inspection --------------------------------------------------------------
+
+    def native_llm(self) -> Model:
+        """Return the `Model` the agent calls.
+
+        Examples:
+            >>> from tidemill.llm import ScriptedModel
+            >>> AgentRuntime(model=ScriptedModel()).native_llm().provider
+            'scripted'
+        """
+        return self.model
+
+    def native_graph(self) -> object:
+        """Refused: the built-in loop has no graph.
+
+        Raises:
+            ConfigurationError: Always; build the agent with `.graph()` for one.
+        """
+        raise ConfigurationError(
+            f"The agent {self.name!r} runs the built-in loop, which has no graph.",
+            hint="Build it with agent()....graph() to get a LangGraph StateGraph to edit.",
+        )
+
+    async def aclose(self) -> None:
+        """Close what the runtime owns (what its builder made), once.
+
+        Objects passed in by the caller stay open. The blocking methods stay
+        usable; `close()` also stops their thread.
+        """
+        while self._owned:
+            await self._owned.pop().aclose()
 
     async def astate(self, thread_id: str) -> ThreadState | None:
         """Return the thread's state, folded from its journal, or None if it has none."""
@@ -481,6 +526,8 @@ class AgentRuntime(AgentFacade):
         """Return a JSON-safe description of the agent's configuration."""
         return {
             "name": self.name,
+            "runtime": "builtin",
+            "description": self.description,
             "model": self.model.describe(),
             "tools": list(self.tools.describe()),
             "system_prompt": self.system_prompt,

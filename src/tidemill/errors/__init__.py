@@ -5,6 +5,7 @@ The tree is organised by what the caller can do about an error:
 ```text
 TidemillError                  base: catch this to catch everything
 ├── ConfigurationError         the code or config is wrong; fix it and retry
+│   ├── InvalidOption          an option's value is out of range (also a ValueError)
 │   ├── MissingDependencyError an optional extra is missing; install it
 │   └── MissingCredentialsError a provider's key, token or region is not set
 ├── ToolArgumentsError         arguments do not fit a tool's schema
@@ -85,6 +86,7 @@ from tidemill.errors._agent import (
 )
 from tidemill.errors._base import (
     ConfigurationError,
+    InvalidOption,
     MissingCredentialsError,
     MissingDependencyError,
     TidemillError,
@@ -135,6 +137,7 @@ __all__ = [
     "FlowInputError",
     "FlowValidationError",
     "GuardrailViolation",
+    "InvalidOption",
     "JournalConflict",
     "LeaseLost",
     "LimitExceeded",

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "ConfigurationError",
+    "InvalidOption",
     "MissingCredentialsError",
     "MissingDependencyError",
     "TidemillError",
@@ -53,6 +54,21 @@ class ConfigurationError(TidemillError):
     """The agent, tool or component was set up wrongly.
 
     Raised while configuring or building, before anything runs or is stored.
+    """
+
+
+class InvalidOption(ConfigurationError, ValueError):
+    """An option was given a value it cannot take, such as `max_iterations(0)`.
+
+    Also a `ValueError`, so code written against the standard exception catches it.
+
+    Examples:
+        >>> from tidemill import agent
+        >>> try:
+        ...     agent().max_iterations(0)
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__)
+        InvalidOption
     """
 
 
