@@ -160,3 +160,11 @@ def test_pipeline_answers_on_a_thread_of_its_own() -> None:
     assert first.thread_id != second.thread_id
     threads = first.metadata["threads"]
     assert isinstance(threads, list) and len(threads) == 2 and all(threads)
+
+
+def test_the_runtime_property_and_native_worker() -> None:
+    worker = agent().llm("fake")
+    boss = agent().llm("fake").agent("w", worker)
+    assert boss.runtime is boss.build()
+    assert isinstance(boss.runtime, SupervisorRuntime)
+    assert boss.runtime.specialists["w"].native() is worker

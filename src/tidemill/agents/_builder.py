@@ -602,6 +602,11 @@ class AgentBuilder(RuntimeFront):
 
     # -- building ----------------------------------------------------------------
 
+    @property
+    def runtime(self) -> AgentRuntime | GraphRuntime:
+        """The built agent, built on first access; the same as `build()`."""
+        return self.build()
+
     def build(self) -> AgentRuntime | GraphRuntime:
         """Build the agent, or return the one already built.
 

@@ -181,6 +181,10 @@ class AgentTool(Tool):
             weakref.WeakKeyDictionary()
         )
 
+    def native(self) -> Worker:
+        """Return the wrapped worker: the specialist agent itself."""
+        return self.worker
+
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """Run the worker on the task, within the delegation bounds."""
         task = str(arguments.get("task", "")).strip()
