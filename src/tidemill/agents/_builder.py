@@ -226,7 +226,7 @@ class AgentBuilder(RuntimeFront):
         """
         from tidemill.tools.mcp import MCPClient, is_mcp_client, resolve_client
 
-        slot: Slot[MCPClient] = Slot("MCP client", is_mcp_client, resolve_client)
+        slot: Slot[MCPClient] = Slot("MCP client", is_mcp_client, resolve_client, article="an")
         made = self._components.make(slot, spec, dict(options))
         client = made.component
         owned = made.owned

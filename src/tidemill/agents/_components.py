@@ -54,6 +54,7 @@ class Slot(Generic[T]):
             (`False` for tools, where a plain function is the tool itself).
         model_suffix: Whether `"name:rest"` names `name` with `model="rest"`,
             as model specs do.
+        article: `"a"` or `"an"`, as the noun takes.
     """
 
     noun: str
@@ -61,6 +62,7 @@ class Slot(Generic[T]):
     builtin: Callable[..., T]
     factories: bool = True
     model_suffix: bool = False
+    article: str = "a"
 
     @property
     def group(self) -> str:
@@ -174,8 +176,8 @@ class Components:
         if not slot.accepts(made):
             raise ConfigurationError(
                 f"The {slot.noun} factory {label} returned {type(made).__name__}, "
-                f"which is not a {slot.noun}.",
-                hint=f"Return a {slot.noun} object from the factory.",
+                f"which is not {slot.article} {slot.noun}.",
+                hint=f"Return {slot.article} {slot.noun} object from the factory.",
             )
         return slot.builtin(made)
 

@@ -94,8 +94,15 @@ class MCPConnection:
     def __init__(
         self, server: MCPServer | None = None, /, **options: Unpack[MCPServerOptions]
     ) -> None:
+        given: object = server  # untyped callers pass names: say so now, not on aconnect()
         if server is None:
             server = MCPServer(**options)
+        elif not isinstance(given, MCPServer):
+            raise ConfigurationError(
+                f"MCPConnection takes an MCPServer, not {type(given).__name__}.",
+                hint="Describe the server with command= or url=; for a client by name "
+                "('fastmcp', 'static'), use resolve_client().",
+            )
         elif options:
             raise ConfigurationError(
                 "Pass an MCPServer or its keyword arguments, not both.",
