@@ -463,10 +463,12 @@ class AgentBuilder(RuntimeFront):
         """Check what goes in and what comes out for personal data and secrets.
 
         Args:
-            spec: `"rules"` (the default: the dependency-free `RuleGuardrail`)
+            spec: `"rules"` (the default: the dependency-free `RuleGuardrail`),
+                `"nemo"` (`NemoGuardrail`: NeMo Guardrails rails, the `nemo` extra)
                 or a `Guardrail` of your own.
-            **config: Options of the rule guardrail: `pii=`, `secrets=`,
-                `on_violation="redact" | "block"`, `categories=`, `patterns=`.
+            **config: The guardrail's options: for `"rules"`, `pii=`, `secrets=`,
+                `on_violation="redact" | "block"`, `categories=`, `patterns=`; for
+                `"nemo"`, `config=` (a rails directory) or `yaml=`/`colang=`, `actions=`, `llm=`.
 
         The user's input is checked before it is journaled; each model answer
         before it is journaled or streamed out (a streamed answer is held back
@@ -577,9 +579,8 @@ class AgentBuilder(RuntimeFront):
         the graph's state goes through the checkpointer, so a graph thread
         survives a restart too. `native_graph()` returns the `StateGraph` to
         edit; `recompile()` applies the edits. Needs `pip install 'tidemill[graph]'`.
-        Structured output, memory, guardrails and specialists are not
-        supported by the graph runtime yet; building with them raises
-        `ConfigurationError`.
+        Structured output, memory, guardrails and specialists work as in the
+        built-in loop.
         """
         self._blueprint.graph = enabled
         return self._changed()

@@ -4,6 +4,8 @@
 addresses and API keys with dependency-free rules, and redacts them
 (`[EMAIL]`) or blocks the run (`GuardrailViolation`). Any object with
 `check_input`, `check_output` and `describe` is a `Guardrail`.
+`NemoGuardrail` (the `nemo` extra) runs the input and output rails of an
+NVIDIA NeMo Guardrails configuration instead.
 
 For streamed answers, `guard_stream(guardrail)` returns an `OutputGuard`
 that releases text only once it cannot become part of a match.
@@ -28,6 +30,7 @@ from tidemill.agents.guardrails._base import (
     ViolationKind,
 )
 from tidemill.agents.guardrails._detectors import BUILTIN_DETECTORS, Detector, builtin_categories
+from tidemill.agents.guardrails._nemo import NemoGuardrail
 from tidemill.agents.guardrails._resolve import resolve_guardrail
 from tidemill.agents.guardrails._rules import RuleGuardrail
 from tidemill.agents.guardrails._stream import (
@@ -47,6 +50,7 @@ __all__ = [
     "Guardrail",
     "GuardrailResult",
     "GuardrailViolation",
+    "NemoGuardrail",
     "OnViolation",
     "OutputGuard",
     "RuleGuardrail",
