@@ -266,3 +266,14 @@ def test_broken_plugins_name_the_package_and_entry_point(plugin: pathlib.Path) -
         agent().memory("odd")
     with pytest.raises(ConfigurationError, match="Unknown memory 'nosuch'"):
         agent().memory("nosuch")
+
+
+def test_a_graph_runtime_closes_what_its_builder_made_and_names_its_model() -> None:
+    pytest.importorskip("langgraph")
+    Closing.closed = 0
+    runtime = agent().llm(Closing).graph().build()
+    assert runtime.native_llm().provider == "scripted"
+    runtime.close()
+    assert Closing.closed == 1
+    with pytest.raises(ValueError, match="max_iterations"):
+        agent().llm("fake").graph().max_iterations(0)

@@ -304,8 +304,8 @@ def test_level_3_a_graph_you_control() -> None:
 def test_mcp_connects_a_server_and_binds_its_tools() -> None:
     # Seed: Windlass.agent().mcp(server="fs", command="npx",
     #     args=["-y", "@modelcontextprotocol/server-filesystem", "."]).
-    # Tidemill names the server with name=; the server here is the SDK-built
-    # calc server, started over stdio as npx would start the filesystem one.
+    # The server here is the SDK-built calc server, started over stdio as npx
+    # would start the filesystem one.
     pytest.importorskip("mcp")
     bot = (
         agent()
@@ -314,7 +314,7 @@ def test_mcp_connects_a_server_and_binds_its_tools() -> None:
             responses=["", "2 + 3 is 5."],
             tool_calls=[[ToolCall(name="fs__add", arguments={"a": 2, "b": 3})], []],
         )
-        .mcp(name="fs", command=sys.executable, args=[str(CALC), "stdio"])
+        .mcp(server="fs", command=sys.executable, args=[str(CALC), "stdio"])
     )
     try:
         names = bot.build().tools.names()

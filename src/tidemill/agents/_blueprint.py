@@ -2,8 +2,8 @@
 
 The builder's fluent methods fill in a blueprint, already resolved from
 strings into objects; `build()` makes the agent out of it: an
-`AgentRuntime`, or a `GraphRuntime` for `.graph()`, refusing what the graph
-runtime does not support.
+`AgentRuntime`, a `SupervisorRuntime` with specialists, or a `GraphRuntime`
+for `.graph()`.
 """
 
 from __future__ import annotations
@@ -68,8 +68,7 @@ class Blueprint:
         `owned` is what the runtime's `aclose()` closes: what the builder made.
 
         Raises:
-            ConfigurationError: When no model was chosen, or `.graph()` was
-                combined with what the graph runtime does not support.
+            ConfigurationError: When no model was chosen.
             MissingDependencyError: For `.graph()` without the `graph` extra.
         """
         if self.model is None:
@@ -81,7 +80,7 @@ class Blueprint:
             # Kept across rebuilds, so a pause survives a later configuration change.
             self.checkpointer = MemoryCheckpointer()
         if self.graph:
-            return self._build_graph(self.model, self.checkpointer)
+            return self._build_graph(self.model, self.checkpointer, owned)
         options: dict[str, Any] = {}
         runtime: type[AgentRuntime] = AgentRuntime
         if self.specialists:
@@ -110,29 +109,17 @@ class Blueprint:
             tracer=self.tracer,
         )
 
-    def _build_graph(self, model: Model, checkpointer: Checkpointer) -> GraphRuntime:
-        unsupported = [
-            name
-            for name, used in (
-                ("output()", self.output is not None),
-                ("memory()", self.memory is not None),
-                ("guardrails()", self.guardrail is not None),
-                ("agent()", bool(self.specialists)),
-            )
-            if used
-        ]
-        if unsupported:
-            raise ConfigurationError(
-                "The graph runtime does not support " + ", ".join(unsupported) + " yet.",
-                hint="Drop them, or build the agent without .graph().",
-            )
+    def _build_graph(
+        self, model: Model, checkpointer: Checkpointer, owned: Sequence[Closeable]
+    ) -> GraphRuntime:
         from tidemill.agents.graph import GraphRuntime
 
         return GraphRuntime(
             model=model,
             tools=self.registry,
             system_prompt=self.system,
-            name=self.name or "agent",
+            name=self.name or ("supervisor" if self.specialists else "agent"),
+            description=self.description,
             max_iterations=self.max_iterations,
             tool_call_retries=self.tool_call_retries,
             parallel_tools=self.parallel,
@@ -140,5 +127,12 @@ class Blueprint:
             require_approval=self.approval,
             checkpointer=checkpointer,
             limits=self.limits,
+            output=self.output,
+            memory=self.memory,
+            specialists=list(self.specialists.values()),
+            delegation=self.delegation,
+            routing_prompt=self.routing_prompt,
+            guardrail=self.guardrail,
             tracer=self.tracer,
+            owned=owned,
         )

@@ -612,8 +612,8 @@ class AgentBuilder(RuntimeFront):
         """Build the agent, or return the one already built.
 
         Raises:
-            ConfigurationError: When no model was chosen, or `.graph()` was
-                combined with what the graph runtime does not support.
+            ConfigurationError: When no model was chosen and
+                `TIDEMILL_DEFAULT_MODEL` is unset.
             MissingDependencyError: For `.graph()` without the `graph` extra.
         """
         if self._runtime is None:

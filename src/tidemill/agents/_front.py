@@ -107,7 +107,7 @@ class RuntimeFront(AgentFacade):
 
     async def abroadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Run every specialist on the same task; see `AgentRuntime.abroadcast`."""
-        return await self._loop_runtime().abroadcast(task, deps=deps)
+        return await self.build().abroadcast(task, deps=deps)
 
     def broadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Blocking `abroadcast`."""
@@ -117,7 +117,7 @@ class RuntimeFront(AgentFacade):
         self, task: str, order: Sequence[str], *, deps: object = None
     ) -> AgentResponse:
         """Chain specialists; see `AgentRuntime.apipeline`."""
-        return await self._loop_runtime().apipeline(task, order, deps=deps)
+        return await self.build().apipeline(task, order, deps=deps)
 
     def pipeline(self, task: str, order: Sequence[str], *, deps: object = None) -> AgentResponse:
         """Blocking `apipeline`."""
@@ -145,13 +145,5 @@ class RuntimeFront(AgentFacade):
             raise ConfigurationError(
                 "This agent runs the built-in loop, which has no graph.",
                 hint="Build it with .graph() to get a LangGraph StateGraph to edit.",
-            )
-        return runtime
-
-    def _loop_runtime(self) -> AgentRuntime:
-        runtime = self.build()
-        if not isinstance(runtime, AgentRuntime):
-            raise ConfigurationError(
-                "Specialists need the built-in loop; this agent was built with .graph()."
             )
         return runtime

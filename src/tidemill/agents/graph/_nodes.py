@@ -6,8 +6,11 @@
 
 Each node journals what it does as Tidemill events before its effect, the
 same events `AgentRuntime` writes: the model turn with the calls it refused
-or sent for approval, each tool call's start and result. Limits are checked
-where the built-in loop checks them. The `tools` node pauses with LangGraph's
+or sent for approval, each tool call's start and result, an answer the
+output schema rejected. Limits are checked where the built-in loop checks
+them; the memory chooses what of the graph's conversation each model call
+sees (`_view`), and the output guardrail screens each answer before it is
+journaled or streamed out. The `tools` node pauses with LangGraph's
 `interrupt()` while calls wait for a decision; the decisions themselves are
 journaled by `GraphRuntime.aresume`, so a call runs as it was authorised and
 only once, whichever process resumes.
@@ -24,27 +27,42 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from tidemill.agents._output import OutputSpec
 from tidemill.agents._tool_runner import ToolRunner
 from tidemill.agents.graph._state import GraphRun, GraphState
+from tidemill.agents.graph._view import thread_view
+from tidemill.agents.guardrails import Guardrail, guard_stream
 from tidemill.agents.journal import (
     ApprovalRequested,
     Correction,
     JournalEvent,
     ModelTurn,
+    OutputRejected,
     RunFailed,
     ThreadState,
     ToolFinished,
 )
+from tidemill.agents.memory import BufferMemory, Memory
 from tidemill.agents.tracing import NullTracer, Tracer
 from tidemill.errors import (
     AgentError,
+    GuardrailViolation,
     LimitExceeded,
     MalformedToolCall,
     MaxIterationsExceeded,
+    OutputValidationError,
     ToolRetriesExceeded,
 )
-from tidemill.llm import Model, ModelRequest
-from tidemill.types import Message, ModelResponse, StreamEvent, ToolCall, ToolResult
+from tidemill.llm import Model, ModelRequest, OutputFormat
+from tidemill.types import (
+    Message,
+    ModelResponse,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 
 __all__ = ["AgentNodes", "agent_graph", "route"]
 
@@ -80,7 +98,21 @@ class AgentNodes:
     runner: ToolRunner
     system_prompt: str | None = None
     tool_call_retries: int = 2
+    output: OutputSpec | None = None
+    memory: Memory = field(default_factory=BufferMemory)
+    guardrail: Guardrail | None = None
     tracer: Tracer = field(default_factory=NullTracer)
+    _system: str = field(init=False, repr=False)
+    _output_format: OutputFormat | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # As the built-in loop does: the schema in the instructions, and natively
+        # to models that take it, on every request that may bring the answer.
+        parts = [p for p in (self.system_prompt, self.output and self.output.instructions) if p]
+        object.__setattr__(self, "_system", "\n\n".join(parts))
+        native = self.output is not None and self.model.supports_output_format
+        fmt = self.output.format if native and self.output is not None else None
+        object.__setattr__(self, "_output_format", fmt)
 
     # -- agent -------------------------------------------------------------------------
 
@@ -91,9 +123,11 @@ class AgentNodes:
         if journal.open_calls and (journaled := _unapplied_turn(journal, state["messages"])):
             return {"messages": [journaled]}  # journaled, then the process stopped: not asked again
         await self._check_bounds(run)
-        system = (Message.system(self.system_prompt),) if self.system_prompt else ()
         request = ModelRequest(
-            (*system, *state["messages"]), self.runner.tools.definitions(), run.settings
+            self._context(journal, state["messages"]),
+            self.runner.tools.definitions(),
+            run.settings,
+            self._output_format,
         )
         limits = run.bounds.limits
         if limits.tokens:
@@ -111,12 +145,15 @@ class AgentNodes:
         except MalformedToolCall as exc:
             await log.append(Correction(error=str(exc), feedback=exc.feedback))
             return {"messages": [Message.user(exc.feedback)]}
+        except GuardrailViolation as exc:
+            await log.append(RunFailed(reason="guardrail", message=exc.message))
+            exc.response = run.response()
+            raise
         turn, message = ModelTurn(response=response), response.message
         if limits.tokens and (crossed := limits.after_turn(journal.usage, request, response)):
             await self._stop(run, crossed, turn)
         if not message.tool_calls:
-            await log.append(turn)
-            return {"messages": [message]}
+            return await self._answer(run, turn)
         admission = self.runner.admit(log.writer, message.tool_calls)
         batch = len(admission.pending) + len(admission.runnable)
         if crossed := limits.before_tools(journal.tool_calls, batch):
@@ -127,20 +164,68 @@ class AgentNodes:
         await log.append(*events)
         return {"messages": [message]}
 
+    def _context(self, journal: ThreadState, messages: list[Message]) -> tuple[Message, ...]:
+        """The system prompt, then the part of the graph's conversation the memory chooses."""
+        if type(self.memory) is BufferMemory:
+            view_messages, context = messages, None  # everything: no positions to move
+        else:
+            view = self.memory.view(thread_view(journal, messages))
+            view_messages, context = list(view.messages), view.context
+        system = "\n\n".join(p for p in (self._system, context) if p)
+        return (*((Message.system(system),) if system else ()), *view_messages)
+
+    async def _answer(self, run: GraphRun, turn: ModelTurn) -> Update:
+        """Journal an answer; one the output schema rejects goes back to the model, corrected."""
+        message = turn.response.message
+        if self.output is not None:
+            _, errors = self.output.parse(message.content)
+            if errors:
+                feedback = self.output.feedback(errors)
+                await run.log.append(turn, OutputRejected(errors=tuple(errors), feedback=feedback))
+                return {"messages": [message, Message.user(feedback)]}
+        await run.log.append(turn)
+        return {"messages": [message]}
+
     async def _ask(self, request: ModelRequest, run: GraphRun) -> ModelResponse:
-        """One model call; streamed out through LangGraph's custom stream when streaming."""
+        """One model call, its answer screened by the output guardrail.
+
+        When streaming, the model's events go out through LangGraph's custom
+        stream as they arrive, text only once the guardrail has let it pass.
+
+        Raises:
+            GuardrailViolation: The guardrail blocks the answer; nothing of it was journaled.
+        """
         if not run.streaming:
-            return await self.model.request(request)
+            return self._screen(await self.model.request(request))
         emit = get_stream_writer()
+        guard = guard_stream(self.guardrail) if self.guardrail is not None else None
         response: ModelResponse | None = None
         async with aclosing(self.model.stream(request)) as chunks:
             async for chunk in chunks:
                 if chunk.type == "response":
-                    response = chunk.response
-                emit(chunk)
+                    if guard is not None and (tail := guard.flush()):
+                        emit(TextDelta(delta=tail))
+                    response = self._screen(chunk.response)
+                    emit(ResponseDone(response=response))
+                elif chunk.type == "text" and guard is not None:
+                    if released := guard.feed(chunk.delta):
+                        emit(TextDelta(delta=released))
+                else:
+                    emit(chunk)
         if response is None:
             raise AgentError("The model's stream ended without its final response.")
         return response
+
+    def _screen(self, response: ModelResponse) -> ModelResponse:
+        """The answer as the output guardrail lets it through: unchanged or redacted."""
+        if self.guardrail is None or not response.message.content:
+            return response
+        checked = self.guardrail.check_output(response.message.content)
+        checked.raise_if_blocked()
+        if checked.action != "redact" or checked.text is None:
+            return response
+        message = response.message.model_copy(update={"content": checked.text})
+        return response.model_copy(update={"message": message})
 
     async def _fit(self, request: ModelRequest, run: GraphRun) -> ModelRequest:
         """The call made to fit the token limits, as the built-in loop does (`fit`).
@@ -162,6 +247,11 @@ class AgentNodes:
             detail = journal.last_error or "unknown error"
             await run.log.append(RunFailed(reason="tool_call_retries", message=detail))
             raise ToolRetriesExceeded(self.tool_call_retries, detail, response=run.response())
+        if self.output is not None and journal.output_retries > self.output.retries:
+            detail = journal.last_error or "invalid output"
+            await run.log.append(RunFailed(reason="output_validation", message=detail))
+            raw = journal.messages[-2].content if len(journal.messages) > 1 else ""
+            raise OutputValidationError(raw, detail.split("; "), response=run.response())
         budget = run.bounds.max_iterations
         if journal.iterations >= budget:
             await run.log.append(

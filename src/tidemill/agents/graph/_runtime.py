@@ -1,70 +1,66 @@
 """`GraphRuntime`: the same agent, run as a LangGraph graph you can edit.
 
-The runtime is thin: it journals the run's input and the approvers'
-decisions, drives the compiled graph (`_nodes`) with a `GraphRun` as its
-context, and turns how the graph stopped into Tidemill's outcomes: an answer,
-an `AgentInterrupt`, or a limit's error. LangGraph's checkpoints go to the
-same journal through `JournalSaver`.
+The runtime is thin: it checks the run's input with the guardrail, journals
+it (and the memory's summary) and the approvers' decisions, then hands the
+thread to a `GraphDriver` (`_drive`), which runs the compiled graph
+(`_nodes`) and turns how it stopped into Tidemill's outcomes. LangGraph's
+checkpoints go to the same journal through `JournalSaver`.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Unpack
+from typing import Unpack
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphRecursionError
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
 from tidemill.agents._decisions import decision_events, decisions_from_flags
-from tidemill.agents._facade import AgentFacade, Prompt, prompt_messages
+from tidemill.agents._delegation import (
+    ROUTING_PROMPT,
+    AgentTool,
+    Delegation,
+    Worker,
+    broadcast,
+    first_line,
+    pipeline,
+    roster,
+)
+from tidemill.agents._facade import AgentFacade, Closeable, Prompt, prompt_messages
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._loop import RunBounds
+from tidemill.agents._output import OutputSpec
 from tidemill.agents._tool_runner import ToolRunner
 from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agents.graph._drive import CompiledAgentGraph, GraphDriver, GraphInput
 from tidemill.agents.graph._nodes import AgentNodes, agent_graph
 from tidemill.agents.graph._saver import JournalSaver, ThreadLog
 from tidemill.agents.graph._state import GraphRun, GraphState
+from tidemill.agents.guardrails import Guardrail
 from tidemill.agents.journal import (
     JournalRecord,
-    RunFailed,
-    RunFinished,
     ThreadState,
     UserInput,
 )
+from tidemill.agents.memory import BufferMemory, Memory
 from tidemill.agents.tracing import NullTracer, Tracer
 from tidemill.errors import (
-    AgentInterrupt,
     ApprovalError,
     ConfigurationError,
-    LimitExceeded,
-    MaxIterationsExceeded,
+    InvalidOption,
     ThreadBusy,
-    ToolRetriesExceeded,
 )
 from tidemill.llm import Model, ModelSettings
 from tidemill.tools import ToolLike, ToolRegistry
 from tidemill.types import (
     AgentResponse,
-    ApprovalRequired,
     Decision,
-    Message,
-    ReasoningDelta,
-    ResponseDone,
-    RunDone,
-    RunStopped,
     StreamEvent,
-    TextDelta,
     ToolCall,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
 )
 
 __all__ = ["AgentGraph", "GraphRuntime"]
@@ -72,21 +68,15 @@ __all__ = ["AgentGraph", "GraphRuntime"]
 AgentGraph = StateGraph[GraphState, GraphRun, GraphState, GraphState]
 """The uncompiled agent graph `GraphRuntime.native_graph` returns."""
 
-GraphInput = GraphState | Command[Any] | None
-"""What a run feeds the graph: new messages, the approvers' answer, or nothing (continue)."""
-
 _DECISION_ATTEMPTS = 3
-_INTERRUPT = "__interrupt__"
-_FORWARDED = (TextDelta, ReasoningDelta, ToolCallDelta, ResponseDone, ToolCallStart, ToolCallEnd)
-"""The custom stream chunks that are the agent's events; other nodes' chunks are not."""
-"""Where a values chunk of LangGraph's stream carries a pause."""
 
 
 class GraphRuntime(AgentFacade):
     """A tool-calling agent run by LangGraph, with Tidemill's journal and outcomes.
 
-    It takes the same model, tools, approvals and limits as `AgentRuntime`,
-    answers with the same `AgentResponse`, pauses with the same
+    It takes the same model, tools, approvals, limits, structured output,
+    memory, guardrails and specialists as `AgentRuntime`, with the same
+    meaning, answers with the same `AgentResponse`, pauses with the same
     `AgentInterrupt` and resumes with the same decisions. Use it when you want
     the graph: `native_graph()` returns the LangGraph `StateGraph` to add
     nodes and edges to, and `recompile()` makes later runs use your edits.
@@ -110,7 +100,24 @@ class GraphRuntime(AgentFacade):
         checkpointer: Where journals (LangGraph's checkpoints included) are
             kept; in memory by default.
         limits: Usage budgets per run, beside `max_iterations`.
+        output: The shape the final answer must have; `AgentResponse.output`
+            is then the validated value. An invalid answer goes back to the
+            model with what is wrong, up to the spec's `retries`.
+        memory: Which part of the graph's conversation each model call sees;
+            all of it (`BufferMemory`) by default. The journal and the
+            graph's state always keep everything.
+        specialists: Agents this one may delegate to, as tools; with any,
+            the system prompt gains the roster (`routing_prompt`).
+        delegation: Bounds on delegation: nesting depth, fan-out per turn,
+            concurrency, and each child's limits.
+        routing_prompt: The routing instructions with specialists, `{roster}`
+            replaced by one line per specialist.
+        guardrail: An input and output policy: the run's input is checked
+            before it is journaled, each answer before it is journaled or
+            streamed out.
         tracer: Where spans for the run, each model call and each tool call go.
+        description: What the agent is good at, for a supervisor that
+            delegates to it; its system prompt's first line when not given.
 
     Examples:
         >>> from tidemill.llm import ScriptedModel
@@ -136,14 +143,22 @@ class GraphRuntime(AgentFacade):
         require_approval: bool = False,
         checkpointer: Checkpointer | None = None,
         limits: UsageLimits | None = None,
+        output: OutputSpec | None = None,
+        memory: Memory | None = None,
+        specialists: Sequence[AgentTool] = (),
+        delegation: Delegation | None = None,
+        routing_prompt: str = ROUTING_PROMPT,
+        guardrail: Guardrail | None = None,
         tracer: Tracer | None = None,
+        description: str | None = None,
+        owned: Sequence[Closeable] = (),
     ) -> None:
         if max_iterations < 1:
-            raise ConfigurationError("max_iterations must be at least 1.")
+            raise InvalidOption(f"max_iterations must be at least 1, not {max_iterations}.")
         if tool_call_retries < 0:
-            raise ConfigurationError("tool_call_retries must not be negative.")
+            raise InvalidOption(f"tool_call_retries must not be negative, not {tool_call_retries}.")
         if max_parallel < 1:
-            raise ConfigurationError("max_parallel must be at least 1.")
+            raise InvalidOption(f"max_parallel must be at least 1, not {max_parallel}.")
         self.model = model
         self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         if len(self.tools) and not model.supports_tools:
@@ -153,7 +168,9 @@ class GraphRuntime(AgentFacade):
                 hint="Use a tool-capable model, or drop the tools.",
             )
         self.system_prompt = system_prompt
+        self.description = description or first_line(system_prompt)
         self.name = name
+        self._owned = owned if isinstance(owned, list) else list(owned)
         self.max_iterations = max_iterations
         self.tool_call_retries = tool_call_retries
         self.parallel_tools = parallel_tools
@@ -161,7 +178,15 @@ class GraphRuntime(AgentFacade):
         self.require_approval = require_approval
         self.checkpointer: Checkpointer = checkpointer or MemoryCheckpointer()
         self.limits = limits or UsageLimits()
+        self.output = output
+        self.memory: Memory = memory or BufferMemory()
+        self.delegation = delegation or Delegation()
+        self.routing_prompt = routing_prompt
+        self.guardrail = guardrail
         self.tracer: Tracer = tracer or NullTracer()
+        self.specialists = {tool.name: tool for tool in specialists}
+        for specialist in specialists:
+            self.tools.add(specialist)
         self.saver = JournalSaver(self.checkpointer)
         """The LangGraph checkpoint saver over `checkpointer`."""
         self._graph: AgentGraph = agent_graph(
@@ -173,14 +198,18 @@ class GraphRuntime(AgentFacade):
                     parallel=parallel_tools,
                     max_parallel=max_parallel,
                     require_approval=require_approval,
+                    max_fan_out=self.delegation.max_fan_out,
                     tracer=self.tracer,
                 ),
-                system_prompt=system_prompt,
+                system_prompt=self._instructions(),
                 tool_call_retries=tool_call_retries,
+                output=output,
+                memory=self.memory,
+                guardrail=guardrail,
                 tracer=self.tracer,
             )
         )
-        self._app = self.recompile()
+        self.recompile()
         self._sync = LoopThread(f"tidemill-graph-{name}")
 
     # -- the graph ------------------------------------------------------------------
@@ -202,21 +231,29 @@ class GraphRuntime(AgentFacade):
         """
         return self._graph
 
-    def recompile(self) -> CompiledStateGraph[GraphState, GraphRun, GraphState, GraphState]:
+    def recompile(self) -> CompiledAgentGraph:
         """Compile the graph again, with its edits; later runs use the result.
 
         Returns:
             The compiled graph, checkpointed by `saver`.
         """
-        self._app = self._graph.compile(checkpointer=self.saver, name=self.name)
-        # Every node may run once per iteration: enough for the graph's own check
-        # of `max_iterations` to fire first, a backstop for loops that skip `agent`.
-        self._steps_per_iteration = max(2, len(self._graph.nodes))
-        return self._app
+        app = self._graph.compile(checkpointer=self.saver, name=self.name)
+        self._driver = GraphDriver(
+            app,
+            self.saver,
+            self.name,
+            self.model,
+            self.tracer,
+            self.output,
+            # Every node may run once per iteration: enough for the graph's own check
+            # of `max_iterations` to fire first, a backstop for loops that skip `agent`.
+            steps_per_iteration=max(2, len(self._graph.nodes)),
+        )
+        return app
 
     async def agraph_state(self, thread_id: str) -> StateSnapshot:
         """Return LangGraph's view of the thread: its values, with what your nodes added."""
-        return await self._app.aget_state({"configurable": {"thread_id": thread_id}})
+        return await self._driver.app.aget_state({"configurable": {"thread_id": thread_id}})
 
     def graph_state(self, thread_id: str) -> StateSnapshot:
         """Blocking `agraph_state`."""
@@ -241,6 +278,9 @@ class GraphRuntime(AgentFacade):
             MaxIterationsExceeded: The budget ran out; carries the partial run.
             LimitExceeded: A usage limit would be crossed; carries the partial run.
             ToolRetriesExceeded: The model kept making failing tool calls.
+            OutputValidationError: The answers kept failing the output type.
+            GuardrailViolation: The guardrail blocked the input (nothing is
+                journaled) or an answer (the run fails, journaled).
             ApprovalError: The thread is paused for approval.
             ThreadBusy: The thread has an unfinished run, or another process
                 wrote to it meanwhile.
@@ -248,7 +288,7 @@ class GraphRuntime(AgentFacade):
         bounds = self._bounds(max_iterations, limits)
         log, graph_input = await self._begin(prompt, thread_id)
         log.writer.deps = deps
-        return await self._complete(log, graph_input, bounds, settings)
+        return await self._driver.complete(log, graph_input, bounds, settings)
 
     async def astream(
         self,
@@ -264,13 +304,14 @@ class GraphRuntime(AgentFacade):
 
         Yields the model's deltas and `ResponseDone`, `ToolCallStart` and
         `ToolCallEnd` around each tool call, then `RunDone`; or
-        `ApprovalRequired` when the run pauses. A run stopped at a bound
-        yields `RunStopped`, then raises.
+        `ApprovalRequired` when the run pauses. A run stopped at a bound, by
+        the output type or by the guardrail yields `RunStopped`, then raises.
+        With a guardrail, text is yielded only once it has passed it.
         """
         bounds = self._bounds(max_iterations, limits)
         log, graph_input = await self._begin(prompt, thread_id)
         log.writer.deps = deps
-        async with aclosing(self._drive(log, graph_input, bounds, settings, True)) as events:
+        async with aclosing(self._driver.drive(log, graph_input, bounds, settings)) as events:
             async for event in events:
                 yield event
 
@@ -341,7 +382,7 @@ class GraphRuntime(AgentFacade):
         # Keyed by "decisions", never by interrupt ids: one value for the one pause.
         answer = {"decisions": {cid: d.model_dump(mode="json") for cid, d in chosen.items()}}
         graph_input: GraphInput = Command(resume=answer) if chosen else None
-        return await self._complete(log, graph_input, bounds, settings)
+        return await self._driver.complete(log, graph_input, bounds, settings)
 
     async def _decide(
         self,
@@ -376,6 +417,58 @@ class GraphRuntime(AgentFacade):
             return log, chosen
         raise AssertionError("unreachable")  # pragma: no cover
 
+    # -- specialists ------------------------------------------------------------------
+
+    async def abroadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
+        """Run every specialist on the same task, concurrently; see `AgentRuntime.abroadcast`.
+
+        Raises:
+            ConfigurationError: When the agent has no specialists.
+        """
+        return await broadcast(
+            self._workers(),
+            task,
+            max_concurrency=self.delegation.max_concurrency,
+            limits=self.delegation.child_limits,
+            deps=deps,
+        )
+
+    def broadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
+        """Blocking `abroadcast`."""
+        return self._sync.run(self.abroadcast(task, deps=deps))
+
+    async def apipeline(
+        self, task: str, order: Sequence[str], *, deps: object = None
+    ) -> AgentResponse:
+        """Chain specialists in `order`, each on the previous answer; see `AgentRuntime.apipeline`.
+
+        Raises:
+            ConfigurationError: When the agent has no specialists or `order`
+                names an unknown one.
+        """
+        return await pipeline(
+            self._workers(), task, order, limits=self.delegation.child_limits, deps=deps
+        )
+
+    def pipeline(self, task: str, order: Sequence[str], *, deps: object = None) -> AgentResponse:
+        """Blocking `apipeline`."""
+        return self._sync.run(self.apipeline(task, order, deps=deps))
+
+    def _workers(self) -> dict[str, Worker]:
+        if not self.specialists:
+            raise ConfigurationError(
+                "This agent has no specialists.",
+                hint="Add them with .agent('name', worker, 'what it is good at').",
+            )
+        return {name: tool.worker for name, tool in self.specialists.items()}
+
+    def _instructions(self) -> str | None:
+        """The system prompt each model call gets: the agent's own, then the roster."""
+        if not self.specialists:
+            return self.system_prompt
+        parts = (self.system_prompt, roster(list(self.specialists.values()), self.routing_prompt))
+        return "\n\n".join(p for p in parts if p)
+
     # -- inspection -------------------------------------------------------------------
 
     async def astate(self, thread_id: str) -> ThreadState | None:
@@ -399,11 +492,21 @@ class GraphRuntime(AgentFacade):
         records = await self.checkpointer.read(thread_id)
         return records[-limit:] if limit else records
 
+    def native_llm(self) -> Model:
+        """Return the `Model` the agent calls."""
+        return self.model
+
+    async def aclose(self) -> None:
+        """Close what the runtime owns (what its builder made), once; see `AgentRuntime.aclose`."""
+        while self._owned:
+            await self._owned.pop().aclose()
+
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description of the agent's configuration."""
         return {
             "name": self.name,
             "runtime": "langgraph",
+            "description": self.description,
             "model": self.model.describe(),
             "tools": list(self.tools.describe()),
             "system_prompt": self.system_prompt,
@@ -413,7 +516,12 @@ class GraphRuntime(AgentFacade):
             "require_approval": self.require_approval,
             "checkpointer": type(self.checkpointer).__name__,
             "limits": self.limits.describe(),
+            "memory": self.memory.describe(),
+            "specialists": list[JsonValue](sorted(self.specialists)),
+            "delegation": self.delegation.describe() if self.specialists else None,
+            "guardrail": self.guardrail.describe() if self.guardrail else None,
             "tracer": self.tracer.describe(),
+            "output_schema": self.output.schema if self.output else None,
             "nodes": list[JsonValue](sorted(self._graph.nodes)),
         }
 
@@ -421,6 +529,11 @@ class GraphRuntime(AgentFacade):
 
     async def _begin(self, prompt: Prompt, thread_id: str | None) -> tuple[ThreadLog, GraphState]:
         messages = prompt_messages(prompt)
+        if self.guardrail is not None:
+            # Checked before anything is journaled: a blocked input stores nothing.
+            checked = self.guardrail.check_input(messages)
+            checked.raise_if_blocked()
+            messages = tuple(checked.messages or messages)
         log = await self.saver.open(thread_id or "thread_" + secrets.token_hex(12))
         state = log.state
         if state.status == "paused":
@@ -435,121 +548,11 @@ class GraphRuntime(AgentFacade):
                 hint="Continue it with resume(thread_id), or use another thread.",
             )
         await log.append(UserInput(messages=messages, run_id="run_" + secrets.token_hex(8)))
+        # As the built-in loop does when a run starts: the memory may condense older turns.
+        summary = await self.memory.compact(log.state, self.model)
+        if summary is not None:
+            await log.append(summary)
         return log, GraphState(messages=list(messages))
-
-    async def _complete(
-        self, log: ThreadLog, graph_input: GraphInput, bounds: RunBounds, settings: ModelSettings
-    ) -> AgentResponse:
-        run = GraphRun(log, bounds, settings, streaming=False)
-        async with aclosing(self._steps(run, graph_input)) as events:
-            async for event in events:
-                if event.type == "done":
-                    return event.response
-                if event.type == "approval_required":
-                    raise AgentInterrupt(
-                        thread_id=log.thread_id, pending=event.calls, response=run.response()
-                    )
-        raise AssertionError("the graph ended without an outcome")  # pragma: no cover
-
-    async def _drive(
-        self,
-        log: ThreadLog,
-        graph_input: GraphInput,
-        bounds: RunBounds,
-        settings: ModelSettings,
-        streaming: bool,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """`_steps`, with `RunStopped` before a bound's error, as `AgentRuntime.astream` does."""
-        run = GraphRun(log, bounds, settings, streaming=streaming)
-        try:
-            async with aclosing(self._steps(run, graph_input)) as events:
-                async for event in events:
-                    yield event
-        except (LimitExceeded, ToolRetriesExceeded) as stop:
-            yield RunStopped(
-                error=type(stop).__name__,
-                message=stop.message,
-                limit=stop.limit if isinstance(stop, LimitExceeded) else None,
-                response=stop.response or run.response(),
-            )
-            raise
-
-    async def _steps(
-        self, run: GraphRun, graph_input: GraphInput
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """Drive the graph; `RunDone` or `ApprovalRequired` last."""
-        log = run.log
-        config: RunnableConfig = {
-            "configurable": {"thread_id": log.thread_id},
-            "recursion_limit": self._steps_per_iteration * run.bounds.max_iterations + 1,
-        }
-        seen = interrupted = False
-        with (
-            self.saver.bind(log),
-            self.tracer.agent_span(
-                self.name,
-                thread_id=log.thread_id,
-                run_id=log.state.run_id,
-                model=self.model.model_name,
-                provider=self.model.provider,
-            ) as span,
-        ):
-            log.writer.span = span
-            stream = self._app.astream(
-                graph_input,
-                config,
-                context=run,
-                stream_mode=["values", "custom"] if run.streaming else ["values"],
-                durability="sync",
-            )
-            try:
-                async for mode, chunk in stream:
-                    if mode == "custom":
-                        if isinstance(chunk, _FORWARDED):
-                            yield chunk
-                    elif isinstance(chunk, dict):
-                        interrupted = interrupted or _INTERRUPT in chunk
-                        if "messages" in chunk:
-                            run.messages, seen = list(chunk["messages"]), True
-            except GraphRecursionError:
-                budget = run.bounds.max_iterations
-                await log.append(
-                    RunFailed(
-                        reason="limit",
-                        limit="max_iterations",
-                        message=f"the graph took more than {config['recursion_limit']} steps",
-                    )
-                )
-                raise MaxIterationsExceeded(budget, response=run.response()) from None
-            finally:
-                span.record_usage(log.state.usage)
-                if isinstance(stream, AsyncGenerator):
-                    await stream.aclose()
-            if not seen:  # continued a graph that had already ended
-                run.messages = await self._saved_messages(log.thread_id)
-            state = log.state
-            if state.status == "paused":
-                yield ApprovalRequired(thread_id=log.thread_id, calls=tuple(state.pending.values()))
-                return
-            if interrupted:
-                raise ConfigurationError(
-                    "A node of the graph paused it with interrupt(); GraphRuntime pauses "
-                    "only for tool calls that need approval.",
-                    hint="Mark the tool requires_approval=True instead, or run the compiled "
-                    "graph yourself with the runtime's saver.",
-                    context={"thread_id": log.thread_id},
-                )
-            await log.append(RunFinished(output=_answer(run.messages)))
-        yield RunDone(response=run.response())
-
-    async def _saved_messages(self, thread_id: str) -> list[Message]:
-        values = (await self.agraph_state(thread_id)).values
-        return list(values.get("messages", [])) if isinstance(values, dict) else []
 
     def _bounds(self, max_iterations: int | None, limits: UsageLimits | None) -> RunBounds:
         return RunBounds.of(max_iterations, limits, self.max_iterations, self.limits)
-
-
-def _answer(messages: list[Message]) -> str:
-    """The run's output: the last thing the model said."""
-    return next((m.content for m in reversed(messages) if m.role == "assistant"), "")
