@@ -11,6 +11,14 @@ lease is comfortably within its time this costs a clock read; near or past
 its end it asks the store, which either extends it (nobody took the job) or
 says it is gone (`LeaseLost`, and nothing is started).
 
+Two clocks, each for what it can answer. The store sets and judges leases on
+the database's clock, so that no worker's clock decides when a job is taken
+over. The worker counts its lease on its own monotonic clock, which no change
+of the wall clock moves, from the moment it *sent* the claim or renewal: the
+database set the lease's end `lease` seconds after a moment no earlier than
+that, so the worker's count ends first, and a lease it trusts without asking
+is one the database still holds for it.
+
 What is left is a stall after the check and before the effect: a window of
 microseconds in the worker's own code, which no check can close. A script
 or tool that must act exactly once uses its idempotency key
@@ -36,22 +44,23 @@ class Lease:
     Attributes:
         job_id: The job.
         epoch: The claim's epoch (each claim of the job increments it).
-        until: When the lease runs out, on this machine's clock, as last
-            written to the store.
+        until: When the lease runs out at the latest, on this process's
+            monotonic clock (`time.monotonic`): the lease's length after the
+            last claim or renewal was sent.
         confirm: Asks the store to extend the lease; answers the new `until`,
             or None when the job is no longer held at `epoch`.
         margin: Seconds before `until` from which `hold` asks the store
-            instead of trusting the clock (room for other workers' clocks
-            running ahead of this one's).
+            instead of trusting the clock (room for the worker's clock running
+            a little slower than the database's).
         lost: Set once the lease is known to be gone.
 
     Examples:
         >>> import asyncio
         >>> async def gone(lease):
         ...     return None
-        >>> lease = Lease(7, 1, until=time.time() + 30, confirm=gone)
+        >>> lease = Lease(7, 1, until=time.monotonic() + 30, confirm=gone)
         >>> asyncio.run(lease.hold())  # well within its time: no store round trip
-        >>> lease.until = time.time() - 1  # the worker stalled past it
+        >>> lease.until = time.monotonic() - 1  # the worker stalled past it
         >>> asyncio.run(lease.hold())
         Traceback (most recent call last):
         ...
@@ -72,7 +81,7 @@ class Lease:
             LeaseLost: The lease ran out and another worker took the job, or
                 its run was cancelled, or it was seen lost before.
         """
-        if not self.lost and time.time() < self.until - self.margin:
+        if not self.lost and time.monotonic() < self.until - self.margin:
             return
         if not self.lost:
             until = await self.confirm(self)

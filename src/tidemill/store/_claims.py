@@ -18,7 +18,7 @@ from typing import Any
 
 from tidemill.store._jobs import JobQueries
 from tidemill.store._rows import JobRow, RunRow
-from tidemill.store._statements import dumps, postgres_sql
+from tidemill.store._statements import due_by, dumps, lease_clock, lease_end, postgres_sql
 
 __all__ = ["ClaimQueries", "Ending"]
 
@@ -34,19 +34,24 @@ def _tree(root_id: str | None) -> tuple[str, tuple[str, ...]]:
     return ("", ()) if root_id is None else (_IN_TREE, (root_id,))
 
 
+_PG_LEASE_END = lease_end("postgres")
+_PG_DUE_BY = due_by("postgres")
+
+
 def _claim_sql(also: str = "") -> str:
     """PostgreSQL's claim of queued jobs (`also`: more conditions on them).
 
-    The parameters are the worker, its lease's end, the start time, the time
-    jobs must be due by, those of `also`, and how many to take. The inner query
+    The parameters are the worker, its lease and its lease's end (see
+    `lease_end`), the start time, the lease and the time jobs must be due by
+    twice (see `due_by`), those of `also`, and how many to take. The inner query
     picks and locks the jobs in queue order (`FOR UPDATE SKIP LOCKED` yields
     only rows that are still queued once locked); the update then finds each by
     its primary key.
     """
     return (
-        "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
+        f"UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = {_PG_LEASE_END}, "
         "epoch = epoch + 1, started_at = ? FROM (SELECT id AS picked FROM tm_jobs "
-        f"WHERE status = 'queued' AND run_at <= ?{also} ORDER BY run_at, id LIMIT ? "
+        f"WHERE status = 'queued' AND run_at <= {_PG_DUE_BY}{also} ORDER BY run_at, id LIMIT ? "
         f"FOR UPDATE SKIP LOCKED) pick WHERE id = pick.picked RETURNING {_JOB}"
     )
 
@@ -84,30 +89,53 @@ class ClaimQueries(JobQueries):
         limit: int,
         *,
         now: float,
-        lease_until: float,
+        lease: float | None = None,
+        lease_until: float | None = None,
         reclaim: bool = True,
         root_id: str | None = None,
     ) -> list[JobRow]:
         """Claim up to `limit` jobs: expired leases first (when `reclaim`), then queued jobs.
 
         With `root_id`, only jobs of that run and of its child runs.
+
+        Args:
+            worker: The claiming worker.
+            limit: How many jobs to take at most.
+            now: The claiming worker's clock: the jobs' start, and the time
+                queued jobs must be due by (with `lease`, the database's clock
+                when it is later).
+            lease: Seconds the claims last, on the database's clock (what
+                workers pass).
+            lease_until: When `lease` is None, the claims' end on the
+                caller's clock (tests and tools that set the time).
+            reclaim: Also take over jobs whose lease ran out: on the
+                database's clock when `lease` is given (so a worker whose clock
+                runs ahead takes nothing over early), else by `now`.
+            root_id: Only jobs of this run's tree.
         """
         claimed: list[JobRow] = []
         if reclaim:
             claimed.extend(
-                self._reclaim(worker, limit, now=now, lease_until=lease_until, root_id=root_id)
+                self._reclaim(
+                    worker, limit, now=now, lease=lease, lease_until=lease_until, root_id=root_id
+                )
             )
         if len(claimed) < limit:
             tree, tree_params = _tree(root_id)
             fresh = (
                 _claim_sql(tree)
                 if self.dialect == "postgres"
-                else "UPDATE tm_jobs SET status = 'running', worker = ?, lease_until = ?, "
+                else "UPDATE tm_jobs SET status = 'running', worker = ?, "
+                f"lease_until = {lease_end('sqlite')}, "
                 "epoch = epoch + 1, started_at = ? WHERE status = 'queued' AND id IN ("
-                f"SELECT id FROM tm_jobs WHERE status = 'queued' AND run_at <= ?{tree} "
+                "SELECT id FROM tm_jobs WHERE status = 'queued' "
+                f"AND run_at <= {due_by('sqlite')}{tree} "
                 f"ORDER BY run_at, id LIMIT ?) RETURNING {_JOB}"
             )
-            params = (worker, lease_until, now, now, *tree_params, limit - len(claimed))
+            params = (
+                *(worker, lease, lease_until, now, lease, now, now),
+                *(*tree_params, limit - len(claimed)),
+            )
             claimed.extend(JobRow.of(row) for row in self.all(fresh, params))
         claimed.sort(key=lambda job: job.id)
         return claimed
@@ -118,7 +146,8 @@ class ClaimQueries(JobQueries):
         limit: int,
         *,
         now: float,
-        lease_until: float,
+        lease: float | None = None,
+        lease_until: float | None = None,
         reclaim: bool = True,
         root_id: str | None = None,
     ) -> list[tuple[JobRow, RunRow, Any]]:
@@ -129,7 +158,13 @@ class ClaimQueries(JobQueries):
         if self.dialect == "sqlite" or reclaim:
             out = []
             jobs = self.claim(
-                worker, limit, now=now, lease_until=lease_until, reclaim=reclaim, root_id=root_id
+                worker,
+                limit,
+                now=now,
+                lease=lease,
+                lease_until=lease_until,
+                reclaim=reclaim,
+                root_id=root_id,
             )
             for job in jobs:
                 found = self.run_and_payload(job.run_id, "context")
@@ -140,37 +175,65 @@ class ClaimQueries(JobQueries):
         rows = self.all(
             f"WITH c AS ({_claim_sql(tree)}) SELECT {_CLAIMED} FROM c {_CLAIMED_JOINS} "
             "ORDER BY c.id",
-            (worker, lease_until, now, now, *tree_params, limit),
+            (worker, lease, lease_until, now, lease, now, now, *tree_params, limit),
         )
         return [_claimed(row) for row in rows]
 
     def _reclaim(
-        self, worker: str, limit: int, *, now: float, lease_until: float, root_id: str | None
+        self,
+        worker: str,
+        limit: int,
+        *,
+        now: float,
+        lease: float | None,
+        lease_until: float | None,
+        root_id: str | None,
     ) -> list[JobRow]:
-        """Take over jobs whose lease ran out; each claim moves the job's epoch on."""
+        """Take over jobs whose lease ran out; each claim moves the job's epoch on.
+
+        With `lease`, a lease ran out by the database's clock; else by `now`.
+        """
         tree, tree_params = _tree(root_id)
+        clock = lease_clock(self.dialect)
         reclaim = (
-            "UPDATE tm_jobs SET worker = ?, lease_until = ?, epoch = epoch + 1, started_at = ? "
-            "WHERE status = 'running' AND lease_until < ? AND id IN ("
-            "SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < ? "
+            f"UPDATE tm_jobs SET worker = ?, lease_until = {lease_end(self.dialect)}, "
+            "epoch = epoch + 1, started_at = ? "
+            f"WHERE status = 'running' AND lease_until < {clock} AND id IN ("
+            f"SELECT id FROM tm_jobs WHERE status = 'running' AND lease_until < {clock} "
             # A worker never takes over its own job: it may still be running it
             # (its renewals failed for a while); another worker will, if it died.
             f"AND worker <> ?{tree} "
             f"ORDER BY lease_until LIMIT ?{self._skip_locked}) RETURNING {_JOB}"
         )
-        params = (worker, lease_until, now, now, now, worker, *tree_params, limit)
+        params = (
+            *(worker, lease, lease_until, now),
+            *(lease, now, lease, now),
+            *(worker, *tree_params, limit),
+        )
         return [JobRow.of(row) for row in self.all(reclaim, params)]
 
-    def renew(self, worker: str, held: Mapping[int, int], lease_until: float) -> set[int]:
-        """Extend the leases of `held` (job id to epoch); return the ids still held."""
+    def renew(
+        self,
+        worker: str,
+        held: Mapping[int, int],
+        lease_until: float | None = None,
+        *,
+        lease: float | None = None,
+    ) -> set[int]:
+        """Extend the leases of `held` (job id to epoch); return the ids still held.
+
+        Each lease then ends `lease` seconds after the database's clock, or
+        (`lease` None) at `lease_until`, on the caller's clock.
+        """
         if not held:
             return set()
         ids = list(held)
         marks = ", ".join("?" for _ in ids)
         rows = self.all(
-            f"UPDATE tm_jobs SET lease_until = ? WHERE worker = ? AND status = 'running' "
+            f"UPDATE tm_jobs SET lease_until = {lease_end(self.dialect)} "
+            "WHERE worker = ? AND status = 'running' "
             f"AND id IN ({marks}) RETURNING id, epoch",
-            (lease_until, worker, *ids),
+            (lease, lease_until, worker, *ids),
         )
         return {int(job_id) for job_id, epoch in rows if held.get(int(job_id)) == epoch}
 
@@ -182,7 +245,8 @@ class ClaimQueries(JobQueries):
         now: float,
         worker: str,
         limit: int,
-        lease_until: float,
+        lease: float | None = None,
+        lease_until: float | None = None,
         root_id: str | None = None,
     ) -> Ending | None:
         """Record the succeeded last step of a run, end the run, and claim the next jobs.
@@ -206,6 +270,7 @@ class ClaimQueries(JobQueries):
                 now=now,
                 worker=worker,
                 limit=limit,
+                lease=lease,
                 lease_until=lease_until,
                 root_id=root_id,
             )
@@ -219,7 +284,13 @@ class ClaimQueries(JobQueries):
         if ended:
             self.end_run(run.id, result=result, now=now)
         claimed = self.claim_with_runs(
-            worker, limit, now=now, lease_until=lease_until, reclaim=False, root_id=root_id
+            worker,
+            limit,
+            now=now,
+            lease=lease,
+            lease_until=lease_until,
+            reclaim=False,
+            root_id=root_id,
         )
         return True, ended, claimed
 
@@ -231,7 +302,8 @@ class ClaimQueries(JobQueries):
         now: float,
         worker: str,
         limit: int,
-        lease_until: float,
+        lease: float | None = None,
+        lease_until: float | None = None,
         root_id: str | None = None,
     ) -> tuple[str, tuple[Any, ...]]:
         """`end_run_and_claim` on PostgreSQL: one statement and its parameters.
@@ -267,7 +339,7 @@ class ClaimQueries(JobQueries):
             *(job.run_id, now, job.id, job.epoch),
             *(job.run_id, job.step_id, body, now),
             *(now, body),
-            *(worker, lease_until, now, now, *tree_params, limit),
+            *(worker, lease, lease_until, now, lease, now, now, *tree_params, limit),
         )
         return postgres_sql(sql), params
 

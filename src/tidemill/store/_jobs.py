@@ -8,7 +8,7 @@ from typing import Any
 from tidemill.store._results import ResultQueries
 from tidemill.store._rows import JobRow
 from tidemill.store._runs import RunQueries
-from tidemill.store._statements import dumps
+from tidemill.store._statements import dumps, lease_end
 
 __all__ = ["JobQueries"]
 
@@ -28,14 +28,20 @@ class JobQueries(RunQueries, ResultQueries):
         run_at: float | None = None,
         status: str = "queued",
         worker: str | None = None,
+        lease: float | None = None,
         lease_until: float | None = None,
     ) -> JobRow:
-        """Add a job; a job added as `running` is claimed by `worker` (epoch 1)."""
+        """Add a job; a job added as `running` is claimed by `worker` (epoch 1).
+
+        Its lease ends `lease` seconds after the database's clock, or (`lease`
+        None) at `lease_until`, on the caller's clock.
+        """
         epoch = 1 if status == "running" else 0
         started = now if status == "running" else None
         row = self.one(
             "INSERT INTO tm_jobs (run_id, step_id, attempt, status, run_at, worker, lease_until, "
-            "epoch, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            f"epoch, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, {lease_end(self.dialect)}, "
+            "?, ?, ?) "
             f"RETURNING {_JOB}",
             (
                 run_id,
@@ -44,6 +50,7 @@ class JobQueries(RunQueries, ResultQueries):
                 status,
                 now if run_at is None else run_at,
                 worker,
+                lease,
                 lease_until,
                 epoch,
                 now,

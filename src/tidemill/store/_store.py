@@ -32,6 +32,12 @@ T = TypeVar("T")
 
 _NOTIFY_CHANNEL = "tidemill_jobs"
 
+BUSY_TIMEOUT = 30.0
+"""Seconds a SQLite statement waits for another connection's write lock before it fails."""
+
+RECONNECT_FOR = 60.0
+"""Seconds a transaction is retried while the database is unreachable or locked."""
+
 
 class Store:
     """A pool of connections to one store, and transactions over them.
@@ -41,15 +47,27 @@ class Store:
         max_connections: PostgreSQL connections (one per thread); SQLite
             always uses one, as SQLite has one writer.
         reconnect_for: How long to keep retrying a transaction while the
-            database is unreachable (restarting, say) before giving up.
+            database is unreachable (restarting, say) or, for SQLite, locked
+            by another connection, before giving up with `StoreError`
+            (default `RECONNECT_FOR`).
+        busy_timeout: How long one SQLite statement waits for another
+            connection's write lock (default `BUSY_TIMEOUT`).
     """
 
-    def __init__(self, url: StoreURL, *, max_connections: int = 4, reconnect_for: float = 60.0):
+    def __init__(
+        self,
+        url: StoreURL,
+        *,
+        max_connections: int = 4,
+        reconnect_for: float | None = None,
+        busy_timeout: float | None = None,
+    ):
         if url.dialect == "postgres":
             _require_psycopg()
         self.url = url
         self.dialect = url.dialect
-        self.reconnect_for = reconnect_for
+        self.reconnect_for = RECONNECT_FOR if reconnect_for is None else reconnect_for
+        self.busy_timeout = BUSY_TIMEOUT if busy_timeout is None else busy_timeout
         threads = 1 if url.dialect == "sqlite" else max(1, max_connections)
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="tidemill-store")
         self._max_async = threads
@@ -86,7 +104,8 @@ class Store:
             self._async_loop, self._async_slots = loop, asyncio.Semaphore(self._max_async)
         if self._async_loop is not loop or self._async_slots is None:
             return await self.transact(lambda tx: tx.all(sql, params))
-        deadline = time.monotonic() + self.reconnect_for
+        started = time.monotonic()
+        deadline = started + self.reconnect_for
         delay = 0.05
         async with self._async_slots:
             while True:
@@ -101,10 +120,7 @@ class Store:
                     if self._transient(exc) is None:
                         raise self._refused(exc) from exc
                     if time.monotonic() > deadline:
-                        raise StoreError(
-                            f"The store at {self.url} is unavailable: {exc}",
-                            hint="Check that the database is running and reachable.",
-                        ) from exc
+                        raise self._unavailable(exc, time.monotonic() - started) from exc
                 finally:
                     if connection is not None:
                         await self._give_back(connection)
@@ -138,7 +154,8 @@ class Store:
             await connection.close()
 
     def _transact_blocking(self, fn: Callable[[Tx], T]) -> T:
-        deadline = time.monotonic() + self.reconnect_for
+        started = time.monotonic()
+        deadline = started + self.reconnect_for
         delay = 0.05
         while True:
             try:
@@ -153,12 +170,27 @@ class Store:
                 if transient == "reconnect":
                     self._drop_connection()
                 if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"The store at {self.url} is unavailable: {exc}",
-                        hint="Check that the database is running and reachable.",
-                    ) from exc
+                    raise self._unavailable(exc, time.monotonic() - started) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
+
+    def _unavailable(self, exc: Exception, waited: float) -> StoreError:
+        """The `StoreError` for a transaction retried until `reconnect_for` ran out."""
+        if isinstance(exc, sqlite3.OperationalError):
+            return StoreError(
+                f"The SQLite store {self.url.path} is locked: another connection held its "
+                f"write lock for all of {waited:.1f}s that this transaction waited ({exc}).",
+                hint="Another process has a transaction open on the file (a `sqlite3` shell, "
+                "a backup, a long script). Nothing of this transaction was written; end "
+                "that transaction and try again. Workers wait it out and take their jobs up "
+                "again once it ends.",
+                context={"error": "locked", "path": str(self.url.path), "waited": round(waited, 1)},
+            )
+        return StoreError(
+            f"The store at {self.url} is unavailable: {exc}",
+            hint="Check that the database is running and reachable.",
+            context={"error": "unavailable", "waited": round(waited, 1)},
+        )
 
     def _refused(self, exc: Exception) -> Exception:
         """The database's own refusal (a full disk, a constraint) as a `StoreError`; else `exc`.
@@ -207,7 +239,9 @@ class Store:
     def _connect(self) -> Any:
         if self.dialect == "sqlite":
             assert self.url.path is not None
-            return _open_sqlite(self.url.path)
+            lite = _open_sqlite(self.url.path)
+            lite.execute(f"PRAGMA busy_timeout = {max(0, round(self.busy_timeout * 1000))}")
+            return lite
         psycopg = _require_psycopg()
         connection = psycopg.connect(self.url.dsn, autocommit=True, connect_timeout=10)
         schema = self.url.schema
@@ -316,7 +350,9 @@ def _open_sqlite(path: Path) -> sqlite3.Connection:
         ) from exc
     lite = None
     try:
-        lite = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
+        lite = sqlite3.connect(
+            path, isolation_level=None, timeout=BUSY_TIMEOUT, check_same_thread=False
+        )
         lite.execute("PRAGMA journal_mode=WAL")
         lite.execute("PRAGMA synchronous=NORMAL")
         lite.execute("PRAGMA foreign_keys=ON")

@@ -34,10 +34,13 @@ class Take:
     """A worker's offer to run newly scheduled jobs at once (in the same transaction)."""
 
     worker: str
-    lease_until: float
+    lease_until: float | None
+    """When the taken jobs' leases end, on the worker's clock (with no `lease`)."""
     limit: int = 1
     root_id: str | None = None
     """Take only jobs of this run's tree (a worker started for one run); None: any."""
+    lease: float | None = None
+    """Seconds the taken jobs' leases last, on the database's clock; else `lease_until`."""
 
 
 @dataclass
@@ -96,7 +99,7 @@ class Progress:
             if take is not None and len(self.taken) < take.limit:
                 job = self.tx.insert_job(
                     run.id, step.id, 1, now=self.now, status="running",
-                    worker=take.worker, lease_until=take.lease_until,
+                    worker=take.worker, lease=take.lease, lease_until=take.lease_until,
                 )  # fmt: skip
                 self.taken.append(job)
             else:

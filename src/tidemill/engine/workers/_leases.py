@@ -7,6 +7,10 @@ lost, and its step is cancelled if it is still running. Only the step is
 cancelled, never the writing of its outcome: a renewal that reads the store
 just after the outcome was recorded finds the job no longer running, and
 that must not throw away what the recording claimed next.
+
+The store sets each lease `lease` seconds after the database's clock; the
+worker counts it on its monotonic clock from when it sent the claim or the
+renewal (see `Lease`). No wall clock is read for a lease.
 """
 
 from __future__ import annotations
@@ -46,10 +50,9 @@ class Leases:
         self._steps: dict[int, asyncio.Task[Any]] = {}
         self._abandoned: dict[int, tuple[int, float]] = {}
 
-    def take(self, job: JobRow) -> Lease:
-        """Start holding `job`, as it was claimed."""
-        until = job.lease_until if job.lease_until is not None else time.time() + self.lease
-        lease = Lease(job.id, job.epoch, until, self._confirm, margin=self.margin)
+    def take(self, job: JobRow, sent: float) -> Lease:
+        """Start holding `job`, claimed by a transaction sent at `sent` (`time.monotonic`)."""
+        lease = Lease(job.id, job.epoch, sent + self.lease, self._confirm, margin=self.margin)
         self._held[job.id] = lease
         return lease
 
@@ -107,11 +110,11 @@ class Leases:
         held = dict(self._held)
         if not held:
             return
-        until = time.time() + self.lease
+        until = time.monotonic() + self.lease
         epochs = {job_id: lease.epoch for job_id, lease in held.items()}
         try:
             kept = await self.store.transact(
-                partial(_renew, worker=self.worker, held=epochs, until=until)
+                partial(_renew, worker=self.worker, held=epochs, lease=self.lease)
             )
         except StoreError as exc:
             log.warning("lease renewal failed: %s", exc)
@@ -129,10 +132,12 @@ class Leases:
 
     async def _confirm(self, lease: Lease) -> float | None:
         """Extend one lease now; its new end, or None when it is gone (or unknown)."""
-        until = time.time() + self.lease
+        until = time.monotonic() + self.lease
         try:
             kept = await self.store.transact(
-                partial(_renew, worker=self.worker, held={lease.job_id: lease.epoch}, until=until)
+                partial(
+                    _renew, worker=self.worker, held={lease.job_id: lease.epoch}, lease=self.lease
+                )
             )
         except StoreError as exc:
             # Unsure is not held: starting the effect could run it twice.
@@ -141,5 +146,5 @@ class Leases:
         return until if lease.job_id in kept else None
 
 
-def _renew(tx: Tx, *, worker: str, held: dict[int, int], until: float) -> set[int]:
-    return tx.renew(worker, held, until)
+def _renew(tx: Tx, *, worker: str, held: dict[int, int], lease: float) -> set[int]:
+    return tx.renew(worker, held, lease=lease)

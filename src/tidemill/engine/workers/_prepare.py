@@ -28,6 +28,8 @@ class Prepared:
     run: RunRow
     step: Step
     context: dict[str, Any]
+    sent: float = 0.0
+    """When the transaction that claimed the job was sent (`time.monotonic`): its lease's start."""
 
 
 class Preparer:

@@ -266,27 +266,25 @@ class Worker:
         Expired leases are looked for once every `reclaim_every` seconds
         (they are rare; the queued jobs are looked for on every claim).
         """
-        now = time.time()
-        reclaim = now - self._last_reclaim >= self.reclaim_every
+        sent, now = time.monotonic(), time.time()
+        reclaim = sent - self._last_reclaim >= self.reclaim_every
         if reclaim:
-            self._last_reclaim = now
+            self._last_reclaim = sent
 
         def claim(tx: Tx) -> list[Prepared]:
             jobs = tx.claim(
-                self.id,
-                limit,
-                now=now,
-                lease_until=now + self.lease,
-                reclaim=reclaim,
-                root_id=self.run_id,
+                self.id, limit, now=now, lease=self.lease, reclaim=reclaim, root_id=self.run_id
             )
             return [self._prepare(tx, job=job) for job in jobs]
 
         try:
-            return await self.store.transact(claim)
+            claimed = await self.store.transact(claim)
         except StoreError as exc:
             log.warning("claim failed, will retry: %s", exc)
             return []
+        for prepared in claimed:
+            prepared.sent = sent
+        return claimed
 
     async def _sweep(self) -> None:
         """Resolve approvals whose time ran out."""
@@ -307,7 +305,7 @@ class Worker:
         prepared: Prepared | None = first
         job: JobRow | None = first.job
         while job is not None:
-            lease = self._leases.take(job)
+            lease = self._leases.take(job, first.sent if prepared is None else prepared.sent)
             if self.on_event is not None:
                 self.on_event("claimed", job)
             try:
@@ -326,6 +324,9 @@ class Worker:
                 taken = []
             except LeaseLost as exc:
                 log.info("%s", exc)
+                # Also when the store could not say (locked, unreachable): queue the job
+                # again, fenced by its epoch, or no worker takes it (none takes its own).
+                await self._leases.abandon(job, retry_in=0.0)
                 taken = []
             except Exception:
                 log.exception("job %s: could not record it; it will run again", job.id)
@@ -365,10 +366,9 @@ class Worker:
         running = asyncio.create_task(self._run_step(job, step, context, env))
         with self._leases.step(lease, running):
             action = await running
-        lease_until = time.time() + self.lease
         if isinstance(action, Outcome) and self._ends_run_alone(run, step, action):
-            return await self._end_run(job, action.result, lease_until)
-        take = Take(self.id, lease_until, 1, self.run_id)
+            return await self._end_run(job, action.result)
+        take = Take(self.id, None, 1, self.run_id, lease=self.lease)
 
         def record(tx: Tx) -> tuple[list[tuple[JobRow, Prepared]], bool, bool]:
             change = Transition(tx, self.defs, time.time(), take)
@@ -405,22 +405,19 @@ class Worker:
             if not taken and not self._stopping:
                 # This slot frees up: take the next queued job in the same transaction.
                 for job_, run_, ctx in tx.claim_with_runs(
-                    self.id,
-                    1,
-                    now=change.now,
-                    lease_until=lease_until,
-                    reclaim=False,
-                    root_id=self.run_id,
+                    self.id, 1, now=change.now, lease=self.lease, reclaim=False, root_id=self.run_id
                 ):
                     prepared.append((job_, self._prepare(tx, job=job_, run=(run_, ctx))))
             return prepared, bool(change.ended), change.queued
 
+        sent = time.monotonic()
         try:
             taken, ended, queued = await self.store.transact(record)
         except LeaseLost:
             if isinstance(action, Outcome) and action.logs:
                 await self._logs.keep(job, list(action.logs))  # what this attempt printed
             raise
+        _claimed_at(taken, sent)
         if queued:
             self.wake()  # this worker may have free slots for them
         if ended and self.on_run_ended is not None:
@@ -478,19 +475,17 @@ class Worker:
         scope = self.defs.scope(run.digest, run.scope)
         return len(scope.steps) == 1 and scope.result is None
 
-    async def _end_run(
-        self, job: JobRow, result: Any, lease_until: float
-    ) -> list[tuple[JobRow, Prepared]]:
+    async def _end_run(self, job: JobRow, result: Any) -> list[tuple[JobRow, Prepared]]:
         """Record the job, end its run and claim the next job, in one statement.
 
         On PostgreSQL that statement is its own transaction, run on the event
         loop (`Store.write_one`): one round trip and no store-thread hop per
         job. What the next job needs comes from caches when it can.
         """
-        now = time.time()
+        sent, now = time.monotonic(), time.time()
         options: dict[str, Any] = {
             "now": now, "worker": self.id, "limit": 0 if self._stopping else 1,
-            "lease_until": lease_until, "root_id": self.run_id,
+            "lease": self.lease, "root_id": self.run_id,
         }  # fmt: skip
         if self.store.dialect == "postgres":
             sql, params = Tx.end_run_and_claim_statement(job, result, **options)
@@ -521,6 +516,7 @@ class Worker:
                 log.exception("job %s: could not prepare it; queueing it again", next_job.id)
                 await self._release(next_job)
                 continue
+            ready.sent = sent
             taken.append((next_job, ready))
         return taken
 
@@ -568,3 +564,9 @@ class Worker:
             except Exception as exc:
                 log.debug("listen connection lost: %s", exc)
             await asyncio.sleep(1.0)  # a cancel here stops the worker's listening, as anywhere
+
+
+def _claimed_at(taken: list[tuple[JobRow, Prepared]], sent: float) -> None:
+    """Stamp jobs claimed by a transaction sent at `sent`: when their leases start."""
+    for _, prepared in taken:
+        prepared.sent = sent
