@@ -364,7 +364,9 @@ class AgentBuilder(RuntimeFront):
             spec: `"memory"` (the default), `"sqlite"` (with `path=`), a
                 `sqlite:///` or `postgresql://` URL, `"postgres"` (with `url=`),
                 or a `Checkpointer`.
-            **config: Options for the checkpointer (`path=`, `url=`, `schema=`).
+            **config: Options for the checkpointer (`path=`, `url=`, `schema=`,
+                `max_history=`: the most records a thread keeps, its older ones
+                compacted into one snapshot; see `docs/agents/threads.md`).
 
         Examples:
             >>> import pathlib, tempfile
@@ -444,7 +446,9 @@ class AgentBuilder(RuntimeFront):
             spec: `"window"` (the last `size=` messages, 20 by default, never
                 splitting a tool call from its result), `"buffer"` (everything),
                 `"summary"` (older turns condensed by the model; `max_messages=`,
-                `keep_last=`), `"off"` (only the current run), or a `Memory`.
+                `keep_last=`), `"vector"` (earlier messages recalled by meaning;
+                `embedder=`, `k=`), `"composite"` (`window=`, `summary={...}`,
+                `vector={...}` together), `"off"` (only the current run), or a `Memory`.
             **config: Options of the chosen memory.
 
         Raises:
@@ -492,9 +496,10 @@ class AgentBuilder(RuntimeFront):
         Args:
             spec: `"console"` (the default), `"memory"` (for tests), `"otel"`
                 (OpenTelemetry, GenAI semantic conventions; the `otel` extra),
-                `"none"`, or a `Tracer`.
+                `"langfuse"`, `"langsmith"` (keys from `LANGFUSE_*`, `LANGSMITH_*`;
+                spans flushed when the agent closes), `"otlp"`, `"none"`, or a `Tracer`.
             **config: Tracer options, such as `capture_content=True` to record
-                message text (off by default: prompts may hold secrets).
+                message text (off by default: prompts may hold secrets), or keys.
         """
         self._blueprint.tracer = self._make(_slots.TRACER, spec, config)
         return self._changed()

@@ -35,7 +35,7 @@ from tidemill.agents._limits import UsageLimits
 from tidemill.agents._loop import RunBounds
 from tidemill.agents._output import OutputSpec
 from tidemill.agents._tool_runner import ToolRunner
-from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer, fork_thread
 from tidemill.agents.graph._drive import CompiledAgentGraph, GraphDriver, GraphInput
 from tidemill.agents.graph._nodes import AgentNodes, agent_graph
 from tidemill.agents.graph._saver import JournalSaver, ThreadLog
@@ -228,7 +228,11 @@ class GraphRuntime(AgentFacade):
             graph.add_edge("tools", "critic")
             graph.add_edge("critic", "agent")
             runtime.recompile()
+
+        Edits take effect at `recompile()`: until then runs use the graph compiled last.
         """
+        # Editing after a compile is the point here; LangGraph would log a warning per edit.
+        self._graph.compiled = False
         return self._graph
 
     def recompile(self) -> CompiledAgentGraph:
@@ -483,14 +487,23 @@ class GraphRuntime(AgentFacade):
         """Return the calls waiting for a decision on the thread, or `[]`."""
         return list((await self.saver.open(thread_id)).state.pending.values())
 
-    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
-        """Return the thread's journal, oldest first; the last `limit` records if given.
+    async def ahistory(self, thread_id: str, limit: int | None = 20) -> list[JournalRecord]:
+        """Return the thread's last `limit` journal records (all with None), oldest first.
 
         Beside the Tidemill events it holds LangGraph's `graph_checkpoint` and
-        `graph_writes` events.
+        `graph_writes` events; a compacted thread starts with its `snapshot`.
         """
         records = await self.checkpointer.read(thread_id)
         return records[-limit:] if limit else records
+
+    async def afork(self, thread_id: str, *, at: int, new_thread_id: str | None = None) -> str:
+        """Start a new thread from the state of `thread_id` as of its record `at`; return its id.
+
+        The fork's snapshot keeps the LangGraph events up to `at`, so the
+        graph goes on from its checkpoints there. See
+        `tidemill.agents.checkpoint.fork_thread`.
+        """
+        return await fork_thread(self.checkpointer, thread_id, at=at, new_thread_id=new_thread_id)
 
     def native_llm(self) -> Model:
         """Return the `Model` the agent calls."""

@@ -3,17 +3,36 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import Any
 
 from tidemill.agents.tracing._base import NullTracer, Tracer
 from tidemill.agents.tracing._console import ConsoleTracer
+from tidemill.agents.tracing._langfuse import LangfuseTracer
+from tidemill.agents.tracing._langsmith import LangSmithTracer
 from tidemill.agents.tracing._memory import MemoryTracer
 from tidemill.agents.tracing._otel import OTelTracer
+from tidemill.agents.tracing._otlp import OTLPTracer
 from tidemill.errors import ConfigurationError
 
 __all__ = ["resolve_tracer"]
 
-_NAMES = ("console", "memory", "otel", "none")
+_FACTORIES: dict[str, Callable[..., Tracer]] = {
+    "console": ConsoleTracer,
+    "memory": MemoryTracer,
+    "otel": OTelTracer,
+    "opentelemetry": OTelTracer,
+    "otlp": OTLPTracer,
+    "langfuse": LangfuseTracer,
+    "langsmith": LangSmithTracer,
+    "none": NullTracer,
+    "null": NullTracer,
+    "off": NullTracer,
+}
+_NAMES = ("console", "memory", "otel", "otlp", "langfuse", "langsmith", "none")
+_HINT = (
+    "Use 'console', 'memory', 'otel', 'otlp', 'langfuse', 'langsmith' or 'none', or pass a Tracer."
+)
 
 
 def resolve_tracer(spec: str | Tracer | None = None, /, **config: Any) -> Tracer:
@@ -21,12 +40,18 @@ def resolve_tracer(spec: str | Tracer | None = None, /, **config: Any) -> Tracer
 
     Names: `"console"` (the default: lines on standard error, `stream=`),
     `"memory"` (spans kept in a list), `"otel"` or `"opentelemetry"`
-    (`tracer_provider=`, needs the `otel` extra), `"none"` (no tracing).
-    Every tracer but `"none"` takes `capture_content=`.
+    (`tracer_provider=`, needs the `otel` extra), `"otlp"` (OTLP/HTTP to
+    `url=` with `headers=`), `"langfuse"` (`public_key=`, `secret_key=`,
+    `host=`, else `LANGFUSE_*` variables), `"langsmith"` (`api_key=`,
+    `endpoint=`, `project=`, else `LANGSMITH_*` variables), `"none"` (no
+    tracing). The last three need the `otlp`, `langfuse` or `langsmith`
+    extra. Every tracer but `"none"` takes `capture_content=`.
 
     Raises:
         ConfigurationError: For an unknown name or option, or options given with an object.
-        MissingDependencyError: For `"otel"` without `opentelemetry-api`.
+        MissingCredentialsError: For `"langfuse"` or `"langsmith"` without keys.
+        MissingDependencyError: For `"otel"` without `opentelemetry-api`, or
+            `"otlp"`, `"langfuse"`, `"langsmith"` without the OTLP exporter.
 
     Examples:
         >>> type(resolve_tracer("memory", capture_content=True)).__name__
@@ -40,7 +65,7 @@ def resolve_tracer(spec: str | Tracer | None = None, /, **config: Any) -> Tracer
         if not isinstance(spec, Tracer):
             raise ConfigurationError(
                 f"Cannot use {type(spec).__name__} as a tracer.",
-                hint="Pass 'console', 'memory', 'otel', 'none', or a Tracer (see BaseTracer).",
+                hint=_HINT + " A tracer of your own subclasses BaseTracer.",
             )
         if config:
             raise ConfigurationError(
@@ -49,20 +74,14 @@ def resolve_tracer(spec: str | Tracer | None = None, /, **config: Any) -> Tracer
             )
         return spec
     name = spec or "console"
-    try:
-        if name == "console":
-            return ConsoleTracer(**config)
-        if name == "memory":
-            return MemoryTracer(**config)
-        if name in ("otel", "opentelemetry"):
-            return OTelTracer(**config)
-        if name in ("none", "null", "off"):
-            return NullTracer(**config)
-    except TypeError as exc:
-        raise ConfigurationError(f"Bad option for the {name!r} tracer: {exc}") from None
+    factory = _FACTORIES.get(name)
+    if factory is not None:
+        try:
+            return factory(**config)
+        except TypeError as exc:
+            raise ConfigurationError(f"Bad option for the {name!r} tracer: {exc}") from None
     close = difflib.get_close_matches(name, _NAMES, n=1)
     raise ConfigurationError(
         f"Unknown tracer {name!r}.",
-        hint=(f"Did you mean {close[0]!r}? " if close else "")
-        + "Use 'console', 'memory', 'otel' or 'none', or pass a Tracer.",
+        hint=(f"Did you mean {close[0]!r}? " if close else "") + _HINT,
     )
