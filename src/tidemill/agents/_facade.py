@@ -93,8 +93,12 @@ class AgentFacade(ABC):
         """The calls waiting for a decision on the thread."""
 
     @abstractmethod
-    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
-        """The thread's journal, oldest first: the audit trail."""
+    async def ahistory(self, thread_id: str, limit: int | None = 20) -> list[JournalRecord]:
+        """The thread's last `limit` journal records (all with None), oldest first."""
+
+    @abstractmethod
+    async def afork(self, thread_id: str, *, at: int, new_thread_id: str | None = None) -> str:
+        """A new thread holding `thread_id`'s state as of its record `at`; its id."""
 
     def run(
         self,
@@ -234,9 +238,13 @@ class AgentFacade(ABC):
         """Blocking `apending_approvals`."""
         return self._sync.run(self.apending_approvals(thread_id))
 
-    def history(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
+    def history(self, thread_id: str, limit: int | None = 20) -> list[JournalRecord]:
         """Blocking `ahistory`."""
         return self._sync.run(self.ahistory(thread_id, limit))
+
+    def fork(self, thread_id: str, *, at: int, new_thread_id: str | None = None) -> str:
+        """Blocking `afork`."""
+        return self._sync.run(self.afork(thread_id, at=at, new_thread_id=new_thread_id))
 
     async def aclose(self) -> None:  # noqa: B027 - optional: most fronts own nothing
         """Release what the agent owns; nothing by default."""

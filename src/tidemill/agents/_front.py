@@ -131,9 +131,13 @@ class RuntimeFront(AgentFacade):
         """Return the calls waiting for a decision on the thread."""
         return await self.build().apending_approvals(thread_id)
 
-    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
-        """Return the thread's journal, oldest first: the audit trail."""
+    async def ahistory(self, thread_id: str, limit: int | None = 20) -> list[JournalRecord]:
+        """Return the thread's last `limit` journal records, oldest first: the audit trail."""
         return await self.build().ahistory(thread_id, limit)
+
+    async def afork(self, thread_id: str, *, at: int, new_thread_id: str | None = None) -> str:
+        """Start a new thread from `thread_id`'s state as of its record `at`; return its id."""
+        return await self.build().afork(thread_id, at=at, new_thread_id=new_thread_id)
 
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description of the agent."""

@@ -40,7 +40,7 @@ from tidemill.agents._loop import AgentLoop, RunBounds
 from tidemill.agents._output import OutputSpec
 from tidemill.agents._thread import ThreadWriter, load_state
 from tidemill.agents._tool_runner import ToolRunner
-from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer, fork_thread
 from tidemill.agents.guardrails import Guardrail
 from tidemill.agents.journal import (
     JournalRecord,
@@ -513,14 +513,29 @@ class AgentRuntime(AgentFacade):
         state = await load_state(self.checkpointer, thread_id)
         return list(state.pending.values())
 
-    async def ahistory(self, thread_id: str, limit: int | None = None) -> list[JournalRecord]:
-        """Return the thread's journal, oldest first; the last `limit` records if given.
+    async def ahistory(self, thread_id: str, limit: int | None = 20) -> list[JournalRecord]:
+        """Return the thread's last `limit` journal records (all with None), oldest first.
 
         This is the audit trail: every model turn, tool call, approval
-        request and decision, with when it was written.
+        request and decision, with when it was written. A thread compacted
+        by `max_history` starts with its `snapshot` record. Any record's
+        `seq` can be passed to `afork`.
         """
         records = await self.checkpointer.read(thread_id)
         return records[-limit:] if limit else records
+
+    async def afork(self, thread_id: str, *, at: int, new_thread_id: str | None = None) -> str:
+        """Start a new thread from the state of `thread_id` as of its record `at`; return its id.
+
+        Time travel: the new thread holds the conversation, usage and pending
+        approvals as they were at that record, and runs (or resumes)
+        independently of the original. See `tidemill.agents.checkpoint.fork_thread`.
+
+        Raises:
+            HistoryUnavailable: When `at` is not a stored record (compacted, or not yet written).
+            InvalidOption: When `new_thread_id` already has records.
+        """
+        return await fork_thread(self.checkpointer, thread_id, at=at, new_thread_id=new_thread_id)
 
     def describe(self) -> dict[str, JsonValue]:
         """Return a JSON-safe description of the agent's configuration."""

@@ -45,6 +45,7 @@ __all__ = [
     "OutputRejected",
     "RunFailed",
     "RunFinished",
+    "ThreadSnapshot",
     "ThreadState",
     "ThreadStatus",
     "ToolFinished",
@@ -52,12 +53,17 @@ __all__ = [
     "UserInput",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The journal format this version writes; it reads every format up to this one.
 
-Format 2 records the calls a model turn starts with the turn itself
+Format 3 adds `ThreadSnapshot` records (a compacted or forked thread's
+start). Format 2 records the calls a model turn starts with the turn itself
 (`ModelTurn.started`); format 1 wrote a `ToolStarted` entry for each.
 """
+
+
+ThreadStatus = Literal["new", "running", "paused", "finished", "failed"]
+"""Where a thread stands: `running` also covers a run whose process died."""
 
 
 class _Event(BaseModel):
@@ -254,6 +260,77 @@ class GraphWrites(_Event):
     """The task's writes, in order."""
 
 
+GraphEvent = Annotated[GraphCheckpoint | GraphWrites, Field(discriminator="kind")]
+"""A LangGraph event, as a snapshot keeps it."""
+
+
+class ThreadSnapshot(_Event):
+    """The fold of a thread's journal up to and including this record.
+
+    Written in place of a thread's older records when a checkpointer with
+    `max_history` compacts it, and as the first record of a forked thread.
+    Folding it replaces the whole state, so the records before it are not
+    needed: a thread reads as this snapshot, then the records after it.
+    LangGraph events of the records it replaced are kept in `graph`, since
+    the graph runtime rebuilds its checkpoints from them.
+    """
+
+    kind: Literal["snapshot"] = "snapshot"
+    """The event's tag in `JournalEvent`: always `"snapshot"`."""
+    status: ThreadStatus
+    """`ThreadState.status` at this point."""
+    messages: tuple[Message, ...] = ()
+    """The whole conversation so far."""
+    run_id: str | None = None
+    """The current or last run."""
+    steps: tuple[AgentStep, ...] = ()
+    """The current or last run's steps, their results and approvals included."""
+    run_start: int = 0
+    """See `ThreadState.run_start`."""
+    last_user: int = 0
+    """See `ThreadState.last_user`."""
+    iterations: int = 0
+    """See `ThreadState.iterations`."""
+    tool_calls: int = 0
+    """See `ThreadState.tool_calls`."""
+    output_retries: int = 0
+    """See `ThreadState.output_retries`."""
+    corrections: int = 0
+    """See `ThreadState.corrections`."""
+    usage: Usage = Field(default_factory=Usage)
+    """The current or last run's usage so far."""
+    open_calls: tuple[ToolCall, ...] = ()
+    """Calls of the last turn without a result, in the order the model made them."""
+    pending: tuple[ToolCall, ...] = ()
+    """Open calls that wait for a decision."""
+    approved: tuple[ToolCall, ...] = ()
+    """Open calls that were approved, as they must run."""
+    attempts: dict[str, int] = Field(default_factory=dict)
+    """Open calls that were started, and how many times."""
+    summary: str | None = None
+    """See `ThreadState.summary`."""
+    summary_upto: int = 0
+    """See `ThreadState.summary_upto`."""
+    output: JsonValue = None
+    """See `ThreadState.output`."""
+    error: str | None = None
+    """See `ThreadState.error`."""
+    last_error: str | None = None
+    """See `ThreadState.last_error`."""
+    step_of: dict[str, int] = Field(default_factory=dict)
+    """The index in `steps` of the turn that made each call of the current run."""
+    failed_steps: tuple[int, ...] = ()
+    """Steps of the current run that had a failed tool call (counted in `corrections`)."""
+    graph: tuple[GraphEvent, ...] = ()
+    """The LangGraph events of the records this snapshot replaced, in order."""
+    records: int = 0
+    """How many records of its thread the snapshot stands for, itself included."""
+    forked_from: str | None = None
+    """For a fork's first record: the thread it was forked from."""
+    forked_at: int | None = None
+    """For a fork's first record: the seq of `forked_from` whose state it holds."""
+
+
 JournalEvent = Annotated[
     UserInput
     | ModelTurn
@@ -267,7 +344,8 @@ JournalEvent = Annotated[
     | RunFinished
     | RunFailed
     | GraphCheckpoint
-    | GraphWrites,
+    | GraphWrites
+    | ThreadSnapshot,
     Field(discriminator="kind"),
 ]
 """Any journal event."""
@@ -280,15 +358,15 @@ class JournalRecord(NamedTuple):
     """A stored event: its position in the thread and when it was written."""
 
     seq: int
-    """1 for a thread's first event, then 2, 3, ... with no gaps."""
+    """1 for a thread's first event, then 2, 3, ... with no gaps.
+
+    A compacted thread starts at its snapshot's seq instead: seqs are never renumbered.
+    """
     event: JournalEvent
     """The event itself."""
     created_at: datetime
     """When the checkpointer stored the event."""
 
-
-ThreadStatus = Literal["new", "running", "paused", "finished", "failed"]
-"""Where a thread stands: `running` also covers a run whose process died."""
 
 _REJECTED = "The user rejected this call."
 
@@ -447,6 +525,8 @@ class ThreadState:
             self.status, self.error = "failed", event.message
         elif event.kind == "graph_checkpoint" or event.kind == "graph_writes":
             pass  # LangGraph's own state, read by the graph runtime's saver
+        elif event.kind == "snapshot":
+            self._restore(event)
         else:
             assert_never(event)
 
@@ -467,6 +547,74 @@ class ThreadState:
             latency_ms=latency_ms,
             metadata={"run_id": self.run_id},
         )
+
+    def snapshot(self, **extra: object) -> ThreadSnapshot:
+        """The state as a `ThreadSnapshot` event: folding it gives this state back.
+
+        Examples:
+            >>> state = ThreadState("t1")
+            >>> state.apply(1, UserInput(messages=(Message.user("Hi"),), run_id="r1"))
+            >>> again = ThreadState("t1")
+            >>> again.apply(1, state.snapshot())
+            >>> again.messages == state.messages, again.status
+            (True, 'running')
+        """
+        step_index = {id(step): step.index for step in self.steps}
+        return ThreadSnapshot.model_validate(
+            {
+                "status": self.status,
+                "messages": tuple(self.messages),
+                "run_id": self.run_id,
+                "steps": tuple(self.steps),
+                "run_start": self.run_start,
+                "last_user": self.last_user,
+                "iterations": self.iterations,
+                "tool_calls": self.tool_calls,
+                "output_retries": self.output_retries,
+                "corrections": self.corrections,
+                "usage": self.usage,
+                "open_calls": tuple(self.open_calls.values()),
+                "pending": tuple(self.pending.values()),
+                "approved": tuple(self.approved.values()),
+                "attempts": dict(self.attempts),
+                "summary": self.summary,
+                "summary_upto": self.summary_upto,
+                "output": self.output,
+                "error": self.error,
+                "last_error": self.last_error,
+                "step_of": {
+                    call_id: step_index[id(step)]
+                    for call_id, step in self._step_of.items()
+                    if id(step) in step_index
+                },
+                "failed_steps": tuple(sorted(self._failed_steps)),
+                "records": self.seq,
+                **extra,
+            }
+        )
+
+    def _restore(self, event: ThreadSnapshot) -> None:
+        # Copies: the fold mutates its steps, and an event must never change.
+        self.status, self.run_id = event.status, event.run_id
+        self.messages = list(event.messages)
+        self.steps = [step.model_copy(deep=True) for step in event.steps]
+        self.run_start, self.last_user = event.run_start, event.last_user
+        self.iterations, self.tool_calls = event.iterations, event.tool_calls
+        self.output_retries, self.corrections = event.output_retries, event.corrections
+        self._spent = _Tally()
+        self._spent.add(event.usage)
+        self.open_calls = {call.id: call for call in event.open_calls}
+        self.pending = {call.id: call for call in event.pending}
+        self.approved = {call.id: call for call in event.approved}
+        self.attempts = dict(event.attempts)
+        self.summary, self.summary_upto = event.summary, event.summary_upto
+        self.output, self.error, self.last_error = event.output, event.error, event.last_error
+        self._step_of = {
+            call_id: self.steps[index]
+            for call_id, index in event.step_of.items()
+            if 0 <= index < len(self.steps)
+        }
+        self._failed_steps = set(event.failed_steps)
 
     def _start(self, event: UserInput) -> None:
         self.status, self.run_id = "running", event.run_id

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import typing
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from tests.conftest import POSTGRES_ENV, unique_schema
 
-from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer
+from tidemill.agents.checkpoint import (
+    Checkpointer,
+    MemoryCheckpointer,
+    PostgresCheckpointer,
+    SQLiteCheckpointer,
+    encode_event,
+)
 from tidemill.agents.checkpoint.conformance import (
     CHECKS,
+    COMPACTION_CHECKS,
     Check,
     check_appends_from_os_threads,
+    check_compaction_keeps_bound_and_state,
+    check_compaction_keeps_graph_events,
+    check_compaction_stale_after_conflicts,
     check_concurrent_appends_one_wins,
     check_created_at,
     check_stale_after_conflicts,
@@ -43,6 +56,39 @@ async def test_check(checkpointer: Checkpointer, check: Check) -> None:
 
 async def test_validate_conforms(checkpointer: Checkpointer) -> None:
     assert await validate(checkpointer) == []
+
+
+@pytest.fixture(params=[(b, n) for b in BACKENDS for n in (4, 7)], ids=lambda p: f"{p[0]}-{p[1]}")
+async def bounded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Checkpointer]:
+    """Each backend made with `max_history` (4, the least, and 7)."""
+    name, bound = request.param
+    backend: Checkpointer
+    if name == "memory":
+        backend = MemoryCheckpointer(max_history=bound)
+    elif name == "sqlite":
+        backend = SQLiteCheckpointer(tmp_path / "journal.db", max_history=bound)
+    else:
+        url = os.environ.get(POSTGRES_ENV)
+        if not url:
+            pytest.skip(f"{POSTGRES_ENV} is not set; PostgreSQL tests need a server (CI sets it)")
+        backend = PostgresCheckpointer(url, schema=unique_schema(), max_history=bound)
+    try:
+        yield backend
+    finally:
+        if isinstance(backend, PostgresCheckpointer):
+            await backend.drop_schema()
+        await backend.aclose()
+
+
+@pytest.mark.parametrize("check", COMPACTION_CHECKS, ids=lambda check: check.__name__)
+async def test_compaction_check(bounded: Checkpointer, check: Check) -> None:
+    await check(bounded)
+
+
+async def test_compaction_checks_need_a_bounded_backend() -> None:
+    failures = await validate(MemoryCheckpointer(), checks=COMPACTION_CHECKS)
+    assert len(failures) == len(COMPACTION_CHECKS)
+    assert all("has no max_history" in failure for failure in failures), failures
 
 
 def test_samples_cover_every_event_kind() -> None:
@@ -96,11 +142,10 @@ class SlowRaces(MemoryCheckpointer):
             raise JournalConflict(thread_id, after)
         await asyncio.sleep(0)
         with self._lock:
-            journal = self._journals.setdefault(thread_id, [])
-            now = datetime.now(UTC)
-            for offset, event in enumerate(events, start=len(journal) + 1):
-                journal.append(JournalRecord(offset, event, now))
-            return len(journal)
+            stored, times = self._journals.setdefault(thread_id, ([], []))
+            stored += [encode_event(event) for event in events]
+            times += [datetime.now(UTC).timestamp()] * len(events)
+            return len(stored)
 
 
 class ThreadUnsafe(MemoryCheckpointer):
@@ -135,6 +180,70 @@ class Explodes(MemoryCheckpointer):
 
     async def prune(self, *, older_than: timedelta) -> int:
         raise RuntimeError("disk on fire")
+
+
+class NeverCompacts(MemoryCheckpointer):
+    """Says it keeps `max_history` records, and keeps them all."""
+
+    def __init__(self) -> None:
+        super().__init__(max_history=5)
+
+    def _compact(self, thread_id: str, first: int, point: int) -> None:
+        pass
+
+
+class DropsOldRecords(MemoryCheckpointer):
+    """Bounds the journal by dropping its oldest records, as a ring buffer would."""
+
+    def __init__(self) -> None:
+        super().__init__(max_history=5)
+
+    def _compact(self, thread_id: str, first: int, point: int) -> None:
+        stored, times = self._journals[thread_id]
+        del stored[: point - first], times[: point - first]
+        self._first[thread_id] = point
+
+
+class ForgetsGraphEvents(MemoryCheckpointer):
+    """Compacts into a snapshot that leaves LangGraph's events out."""
+
+    def __init__(self) -> None:
+        super().__init__(max_history=5)
+
+    def _compact(self, thread_id: str, first: int, point: int) -> None:
+        super()._compact(thread_id, first, point)
+        stored = self._journals[thread_id][0]
+        snapshot = JOURNAL_EVENT.validate_json(stored[0])
+        stored[0] = encode_event(snapshot.model_copy(update={"graph": ()}))
+
+
+class RenumbersOnCompaction(MemoryCheckpointer):
+    """Compacts, then numbers the records from 1 again: a stale `after` can win."""
+
+    def __init__(self) -> None:
+        super().__init__(max_history=5)
+
+    def _compact(self, thread_id: str, first: int, point: int) -> None:
+        super()._compact(thread_id, first, point)
+        self._first[thread_id] = 1
+
+
+@pytest.mark.parametrize(
+    ("broken", "caught_by"),
+    [
+        pytest.param(NeverCompacts, check_compaction_keeps_bound_and_state, id="never-compacts"),
+        pytest.param(DropsOldRecords, check_compaction_keeps_bound_and_state, id="drops-records"),
+        pytest.param(ForgetsGraphEvents, check_compaction_keeps_graph_events, id="forgets-graph"),
+        pytest.param(RenumbersOnCompaction, check_compaction_stale_after_conflicts, id="renumbers"),
+    ],
+)
+async def test_compaction_checks_catch_a_broken_backend(
+    broken: type[MemoryCheckpointer], caught_by: Check
+) -> None:
+    failures = await validate(broken(), checks=COMPACTION_CHECKS)
+    assert caught_by.__name__ in {failure.split(":", 1)[0] for failure in failures}, failures
+    with pytest.raises(AssertionError):
+        await caught_by(broken())
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import copy
 import functools
+import logging
 import re
 import weakref
 from collections import Counter
@@ -15,6 +16,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from tidemill.agents.checkpoint._base import decode_event, encode_event
+from tidemill.agents.checkpoint._compact import checked_max_history, compaction_point, fold_snapshot
 from tidemill.agents.journal import JournalEvent, JournalRecord
 from tidemill.errors import (
     ConfigurationError,
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     import psycopg
 
 __all__ = ["PostgresCheckpointer"]
+
+_log = logging.getLogger("tidemill.agents.checkpoint")
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _BATCH = 500
@@ -92,6 +96,18 @@ def _queries(schema: str) -> dict[str, str]:
             f'SELECT thread_id FROM {table} GROUP BY thread_id ORDER BY thread_id COLLATE "C"'
         ),
         "delete": f"DELETE FROM {table} WHERE thread_id = %s",
+        "first": f"SELECT min(seq) FROM {table} WHERE thread_id = %s",
+        # The records a compaction folds, locked: a second compaction waits, then
+        # finds them gone (it skips) or folds the first one's snapshot.
+        "prefix": f"""
+            SELECT seq, payload::text FROM {table}
+            WHERE thread_id = %s AND seq <= %s ORDER BY seq FOR UPDATE
+        """,
+        "drop_prefix": f"DELETE FROM {table} WHERE thread_id = %s AND seq < %s",
+        "to_snapshot": f"""
+            UPDATE {table} SET kind = %s, schema_version = %s, payload = %s::json
+            WHERE thread_id = %s AND seq = %s
+        """,
         "prune": f"""
             DELETE FROM {table} WHERE thread_id IN (
                 SELECT thread_id FROM {table} GROUP BY thread_id
@@ -177,14 +193,29 @@ class PostgresCheckpointer:
         url: A libpq connection string, e.g. `postgresql://user@host:5432/db`.
         schema: The schema holding the journal table; created when missing.
         max_connections: The most connections open at once on one event loop.
+        max_history: The most records a thread keeps. After an append that
+            passes it, the thread's older records are folded into one
+            `ThreadSnapshot` record, in a transaction of its own that locks
+            them (see `tidemill.agents.checkpoint`); the append itself stays
+            one statement. If that transaction fails, the append stands and
+            the next one compacts. None (the default) keeps every record.
+            The table is the same either way.
 
     Raises:
         MissingDependencyError: When psycopg is not installed.
         ConfigurationError: When `schema` is not a plain lowercase identifier,
             or `max_connections` is below 1.
+        InvalidOption: When `max_history` is below `MIN_HISTORY` (4).
     """
 
-    def __init__(self, url: str, *, schema: str = "public", max_connections: int = 4) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "public",
+        max_connections: int = 4,
+        max_history: int | None = None,
+    ) -> None:
         try:
             import psycopg  # noqa: F401
         except ImportError:
@@ -201,6 +232,10 @@ class PostgresCheckpointer:
         self.url = url
         self.schema = schema
         self.max_connections = max_connections
+        self.max_history = checked_max_history(max_history)
+        """The most records a thread keeps, or None for all of them."""
+        self._first: dict[str, int] = {}
+        """The first seq of threads this process compacted; 1 (never compacted) when absent."""
         self._sql = _queries(schema)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Connections] = (
             weakref.WeakKeyDictionary()
@@ -221,7 +256,57 @@ class PostgresCheckpointer:
         inserted: int = await self._batched("append", thread_id, rows)
         if inserted != len(events):
             raise JournalConflict(thread_id, after)
-        return after + len(events)
+        last = after + len(events)
+        if compaction_point(self._first.get(thread_id, 1), last, self.max_history) is not None:
+            try:
+                await self._compact(thread_id, last)
+            except SerializationError as exc:
+                # The append is stored; the next append that passes the bound compacts.
+                _log.warning("Could not compact thread %r: %s", thread_id, exc)
+        return last
+
+    async def _compact(self, thread_id: str, last: int) -> None:
+        """Fold the thread's oldest records into a snapshot, in one transaction."""
+        import psycopg
+
+        async with self._connection() as connection:
+            try:
+                async with connection.transaction():
+                    cursor = await connection.execute(self._sql["first"], (thread_id,))
+                    row = await cursor.fetchone()
+                    first = row[0] if row is not None and row[0] is not None else None
+                    if first is None:  # deleted meanwhile
+                        self._first.pop(thread_id, None)
+                        return
+                    point = compaction_point(first, last, self.max_history)
+                    if point is None:
+                        self._first[thread_id] = first
+                        return
+                    cursor = await connection.execute(self._sql["prefix"], (thread_id, point))
+                    prefix = sorted(await cursor.fetchall())
+                    if not prefix or prefix[-1][0] != point:
+                        return  # another compaction went past `point` meanwhile
+                    snapshot = fold_snapshot(
+                        thread_id,
+                        (
+                            (seq, decode_event(payload, thread_id=thread_id, seq=seq))
+                            for seq, payload in prefix
+                        ),
+                    )
+                    await connection.execute(self._sql["drop_prefix"], (thread_id, point))
+                    await connection.execute(
+                        self._sql["to_snapshot"],
+                        (
+                            snapshot.kind,
+                            snapshot.schema_version,
+                            encode_event(snapshot).decode(),
+                            thread_id,
+                            point,
+                        ),
+                    )
+            except psycopg.Error as exc:
+                raise self._failure(exc, connection) from exc
+        self._first[thread_id] = point
 
     async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
         """Return the records after `after`, in order."""
@@ -239,6 +324,7 @@ class PostgresCheckpointer:
         """Remove a thread's journal."""
         import psycopg
 
+        self._first.pop(thread_id, None)
         async with self._connection() as connection:
             try:
                 cursor = await connection.execute(self._sql["delete"], (thread_id,))
@@ -249,6 +335,7 @@ class PostgresCheckpointer:
     async def prune(self, *, older_than: timedelta) -> int:
         """Remove threads whose newest record is older than `older_than`."""
         rows = await self._fetch(self._sql["prune"], (older_than,))
+        self._first.clear()
         return len({row[0] for row in rows})
 
     async def aclose(self) -> None:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tidemill.agents.checkpoint._base import decode_event, encode_event
+from tidemill.agents.checkpoint._compact import checked_max_history, compaction_point, fold_snapshot
 from tidemill.agents.journal import JournalEvent, JournalRecord
 from tidemill.errors import ConfigurationError, JournalConflict, SerializationError
 
@@ -51,6 +52,13 @@ _READ = (
 )
 _THREADS = "SELECT DISTINCT thread_id FROM tidemill_journal ORDER BY thread_id"
 _DELETE = "DELETE FROM tidemill_journal WHERE thread_id = ?"
+_FIRST = "SELECT min(seq) FROM tidemill_journal WHERE thread_id = ?"
+_PREFIX = "SELECT seq, payload FROM tidemill_journal WHERE thread_id = ? AND seq <= ? ORDER BY seq"
+_DROP_PREFIX = "DELETE FROM tidemill_journal WHERE thread_id = ? AND seq < ?"
+_TO_SNAPSHOT = (
+    "UPDATE tidemill_journal SET kind = ?, schema_version = ?, payload = ? "
+    "WHERE thread_id = ? AND seq = ?"
+)
 _OLD_THREADS = (
     "SELECT thread_id FROM tidemill_journal GROUP BY thread_id HAVING max(created_at) < ?"
 )
@@ -69,9 +77,16 @@ class SQLiteCheckpointer:
         path: The database file; its folder is created. `":memory:"` gives a
             private in-process database.
         busy_timeout: Seconds to wait for another process's write lock.
+        max_history: The most records a thread keeps. An append that would
+            pass it folds the thread's older records into one
+            `ThreadSnapshot` record in the same transaction (see
+            `tidemill.agents.checkpoint`); None (the default) keeps every
+            record. The table is the same either way, so a database written
+            without it is compacted from its next append on.
 
     Raises:
         SerializationError: When the file cannot be opened.
+        InvalidOption: When `max_history` is below `MIN_HISTORY` (4).
 
     Examples:
         >>> import asyncio, pathlib, tempfile
@@ -82,9 +97,17 @@ class SQLiteCheckpointer:
         7
     """
 
-    def __init__(self, path: str | Path = ".tidemill/agent.db", *, busy_timeout: float = 30.0):
+    def __init__(
+        self,
+        path: str | Path = ".tidemill/agent.db",
+        *,
+        busy_timeout: float = 30.0,
+        max_history: int | None = None,
+    ):
         self.path = str(path)
         self.busy_timeout = busy_timeout
+        self.max_history = checked_max_history(max_history)
+        """The most records a thread keeps, or None for all of them."""
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -106,16 +129,46 @@ class SQLiteCheckpointer:
         ]
         params = [value for row in rows for value in row]
         params += [thread_id, after]
+        last = after + len(events)
         try:
-            with self._statement() as db:
-                inserted = db.execute(_append_statement(len(rows)), params).rowcount
+            if self.max_history is None:
+                with self._statement() as db:
+                    inserted = db.execute(_append_statement(len(rows)), params).rowcount
+            else:
+                with self._transaction(write=True) as db:
+                    inserted = db.execute(_append_statement(len(rows)), params).rowcount
+                    if inserted == len(rows):
+                        self._compact(db, thread_id, last)
         except SerializationError as exc:
             if isinstance(exc.__cause__, sqlite3.IntegrityError):
                 raise JournalConflict(thread_id, after) from None
             raise
         if inserted != len(rows):
             raise JournalConflict(thread_id, after)
-        return after + len(events)
+        return last
+
+    def _compact(self, db: sqlite3.Connection, thread_id: str, last: int) -> None:
+        """Fold the thread's oldest records into a snapshot, inside the append's transaction."""
+        (first,) = db.execute(_FIRST, (thread_id,)).fetchone()
+        point = compaction_point(first, last, self.max_history)
+        if point is None:
+            return
+        prefix = db.execute(_PREFIX, (thread_id, point)).fetchall()
+        snapshot = fold_snapshot(
+            thread_id,
+            ((seq, decode_event(payload, thread_id=thread_id, seq=seq)) for seq, payload in prefix),
+        )
+        db.execute(_DROP_PREFIX, (thread_id, point))
+        db.execute(
+            _TO_SNAPSHOT,
+            (
+                snapshot.kind,
+                snapshot.schema_version,
+                encode_event(snapshot).decode(),
+                thread_id,
+                point,
+            ),
+        )
 
     async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
         """Return the records after `after`, in order."""

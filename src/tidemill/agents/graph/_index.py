@@ -20,7 +20,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from pydantic import JsonValue
 
 from tidemill.agents.graph._codec import decode
-from tidemill.agents.journal import GraphCheckpoint, GraphWrites, JournalEvent
+from tidemill.agents.journal import GraphCheckpoint, GraphWrites, JournalEvent, ThreadSnapshot
 
 __all__ = ["GraphIndex"]
 
@@ -59,6 +59,11 @@ class GraphIndex:
             self._checkpoint(event)
         elif isinstance(event, GraphWrites):
             self._writes(event)
+        elif isinstance(event, ThreadSnapshot):
+            # A compacted or forked thread: the snapshot holds every graph event before it.
+            self.checkpoints, self.values, self.writes = {}, {}, {}
+            for kept in event.graph:
+                self.add(kept)
 
     def fresh_writes(self, event: GraphWrites) -> GraphWrites | None:
         """`event` without the regular writes already stored, or None if nothing is new."""

@@ -14,11 +14,16 @@ share one database, and only `check_prune` touches threads it did not
 create: it removes every thread whose newest record is older than a fraction
 of a second, so run the suite against a store that holds nothing you need.
 
+`COMPACTION_CHECKS` are for a backend made with `max_history` (a bounded
+journal: `validate(MyCheckpointer(max_history=6), checks=COMPACTION_CHECKS)`);
+`CHECKS` for one made without it.
+
 Who owns what: `_protocol` checks what each call promises (seqs, stale
 appends, reads, listing, deletes, pruning, timestamps), `_concurrency`
 racing appends on one loop and from OS threads, `_round_trip` that every
-event kind, text and number reads back exactly; `_samples` holds
-`sample_events`, and `_harness` the steps the checks share.
+event kind, text and number reads back exactly, `_compaction` bounded
+journals and forks; `_samples` holds `sample_events`, and `_harness` the
+steps the checks share.
 
 Examples:
     >>> import asyncio
@@ -32,6 +37,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from tidemill.agents.checkpoint._base import Checkpointer
+from tidemill.agents.checkpoint.conformance._compaction import (
+    check_compaction_big_append,
+    check_compaction_keeps_bound_and_state,
+    check_compaction_keeps_graph_events,
+    check_compaction_racing_appends_one_wins,
+    check_compaction_stale_after_conflicts,
+    check_fork,
+    check_fork_inside_compacted_prefix,
+    conversation,
+)
 from tidemill.agents.checkpoint.conformance._concurrency import (
     check_appends_from_os_threads,
     check_concurrent_appends_one_wins,
@@ -60,13 +75,21 @@ from tidemill.agents.checkpoint.conformance._samples import sample_events
 
 __all__ = [
     "CHECKS",
+    "COMPACTION_CHECKS",
     "Check",
     "check_appends_from_os_threads",
+    "check_compaction_big_append",
+    "check_compaction_keeps_bound_and_state",
+    "check_compaction_keeps_graph_events",
+    "check_compaction_racing_appends_one_wins",
+    "check_compaction_stale_after_conflicts",
     "check_concurrent_appends_one_wins",
     "check_created_at",
     "check_delete",
     "check_empty_append_stores_nothing",
     "check_event_kinds_round_trip",
+    "check_fork",
+    "check_fork_inside_compacted_prefix",
     "check_json_numbers_round_trip",
     "check_large_payload_round_trip",
     "check_nul_character_round_trips",
@@ -79,6 +102,7 @@ __all__ = [
     "check_unencodable_event_is_rejected",
     "check_unicode_round_trip",
     "check_unknown_thread_reads_empty",
+    "conversation",
     "sample_events",
     "validate",
 ]
@@ -106,8 +130,19 @@ CHECKS: list[Check] = [
     check_created_at,
     check_empty_append_stores_nothing,
     check_unencodable_event_is_rejected,
+    check_fork,
 ]
-"""Every check, in the order `validate` runs them."""
+"""Every check for a backend without `max_history`, in the order `validate` runs them."""
+
+COMPACTION_CHECKS: list[Check] = [
+    check_compaction_keeps_bound_and_state,
+    check_compaction_big_append,
+    check_compaction_stale_after_conflicts,
+    check_compaction_racing_appends_one_wins,
+    check_compaction_keeps_graph_events,
+    check_fork_inside_compacted_prefix,
+]
+"""The checks for a backend made with `max_history`: `validate(..., checks=COMPACTION_CHECKS)`."""
 
 
 async def validate(
@@ -130,6 +165,9 @@ async def validate(
         >>> import asyncio
         >>> from tidemill.agents.checkpoint import SQLiteCheckpointer
         >>> asyncio.run(validate(SQLiteCheckpointer(":memory:")))
+        []
+        >>> bounded = SQLiteCheckpointer(":memory:", max_history=6)
+        >>> asyncio.run(validate(bounded, checks=COMPACTION_CHECKS))
         []
     """
     failures: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC as _UTC
 from datetime import datetime, timedelta, timezone
 
+from tidemill.agents.checkpoint._compact import fold_snapshot
 from tidemill.agents.journal import (
     ApprovalDecided,
     ApprovalRequested,
@@ -83,7 +84,7 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
     found = ToolResult(call_id=search.id, name="search", content="3 results: 06:12, 18:40")
     failed = ToolResult(call_id=broken.id, name="search", content="Not JSON.", is_error=True)
     india = timezone(timedelta(hours=5, minutes=30))
-    return [
+    events: list[JournalEvent] = [
         UserInput(
             messages=(
                 Message.system("Answer briefly."),
@@ -166,3 +167,7 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
             ),
         ),
     ]
+    # The fold of all of them, as a compaction or a fork writes it.
+    snapshot = fold_snapshot(f"sample-{tag}", enumerate(events, start=1))
+    events.append(snapshot.model_copy(update={"forked_from": f"origin-{tag}", "forked_at": 7}))
+    return events
