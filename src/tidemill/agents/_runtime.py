@@ -24,7 +24,7 @@ from typing import Unpack
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
-from tidemill.agents._decisions import decision_events, decisions_from_flags
+from tidemill.agents._decisions import record_decisions
 from tidemill.agents._delegation import (
     AgentTool,
     Delegation,
@@ -73,8 +73,6 @@ from tidemill.types import (
 __all__ = ["AgentRuntime", "Prompt"]
 
 _log = logging.getLogger("tidemill.agents")
-
-_DECISION_ATTEMPTS = 3
 
 
 class AgentRuntime(AgentFacade):
@@ -343,8 +341,14 @@ class AgentRuntime(AgentFacade):
                 "Pass decisions= or approved=, not both.",
                 hint="decisions= decides calls one by one; approved= decides them all.",
             )
-        writer = await self._decide(
-            thread_id, decisions, approved, feedback=feedback, edited_arguments=edited_arguments
+        writer = await record_decisions(
+            self.checkpointer,
+            self.tools,
+            thread_id,
+            decisions,
+            approved,
+            feedback=feedback,
+            edited_arguments=edited_arguments,
         )
         state = writer.state
         if decisions is not None or approved is not None:
@@ -375,44 +379,6 @@ class AgentRuntime(AgentFacade):
         writer.retry_in_flight = retry_in_flight
         writer.deps = deps
         return await self._complete(writer, self._bounds(max_iterations, limits), settings)
-
-    async def _decide(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Decision] | None,
-        approved: bool | None,
-        *,
-        feedback: str,
-        edited_arguments: Mapping[str, dict[str, JsonValue]] | None,
-    ) -> ThreadWriter:
-        """Load the thread and record the decisions, if any, re-reading after a lost race.
-
-        A retry re-checks the decisions against the new state, so a call that
-        someone else decided meanwhile is refused, never decided twice.
-        """
-        for attempt in range(_DECISION_ATTEMPTS):
-            writer = ThreadWriter(self.checkpointer, await load_state(self.checkpointer, thread_id))
-            if decisions is None and approved is None:
-                return writer
-            chosen = (
-                decisions_from_flags(
-                    writer.state,
-                    approved=approved,
-                    feedback=feedback,
-                    edited_arguments=edited_arguments,
-                )
-                if approved is not None
-                else decisions
-            )
-            assert chosen is not None
-            try:
-                await writer.append(*decision_events(writer.state, chosen, self.tools))
-            except ThreadBusy:
-                if attempt + 1 == _DECISION_ATTEMPTS:
-                    raise
-                continue
-            return writer
-        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- specialists ------------------------------------------------------------
 
