@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tidemill.agents._delegation import ROUTING_PROMPT, AgentTool, Delegation
 from tidemill.agents._facade import Closeable
@@ -61,11 +61,15 @@ class Blueprint:
     guardrail: Guardrail | None = None
     tracer: Tracer | None = None
     graph: bool = False
+    _bound: tuple[Memory, Checkpointer, Memory] | None = field(default=None, repr=False)
 
-    def build(self, *, owned: Sequence[Closeable] = ()) -> AgentRuntime | GraphRuntime:
+    def build(self, *, owned: list[Closeable] | None = None) -> AgentRuntime | GraphRuntime:
         """Build the agent this blueprint describes; a `SupervisorRuntime` with specialists.
 
         `owned` is what the runtime's `aclose()` closes: what the builder made.
+        A memory that keeps data of its own (vector recall) is bound to the
+        checkpointer here, so its data lives beside the journals; the bound
+        copy joins `owned`.
 
         Raises:
             ConfigurationError: When no model was chosen.
@@ -79,8 +83,10 @@ class Blueprint:
         if self.checkpointer is None:
             # Kept across rebuilds, so a pause survives a later configuration change.
             self.checkpointer = MemoryCheckpointer()
+        owned = [] if owned is None else owned
+        memory = self._memory_for(self.checkpointer, owned)
         if self.graph:
-            return self._build_graph(self.model, self.checkpointer, owned)
+            return self._build_graph(self.model, self.checkpointer, memory, owned)
         options: dict[str, Any] = {}
         runtime: type[AgentRuntime] = AgentRuntime
         if self.specialists:
@@ -102,15 +108,33 @@ class Blueprint:
             checkpointer=self.checkpointer,
             limits=self.limits,
             output=self.output,
-            memory=self.memory,
+            memory=memory,
             specialists=list(self.specialists.values()),
             delegation=self.delegation,
             guardrail=self.guardrail,
             tracer=self.tracer,
         )
 
+    def _memory_for(self, checkpointer: Checkpointer, owned: list[Closeable]) -> Memory | None:
+        """The memory, bound to `checkpointer` if it keeps data of its own; bound once."""
+        memory = self.memory
+        bind = getattr(memory, "bound", None)
+        if memory is None or not callable(bind):
+            return memory
+        if self._bound is not None and self._bound[0] is memory and self._bound[1] is checkpointer:
+            return self._bound[2]
+        bound = cast(Memory, bind(checkpointer))
+        if bound is not memory and callable(getattr(bound, "aclose", None)):
+            owned.append(cast(Closeable, bound))
+        self._bound = (memory, checkpointer, bound)
+        return bound
+
     def _build_graph(
-        self, model: Model, checkpointer: Checkpointer, owned: Sequence[Closeable]
+        self,
+        model: Model,
+        checkpointer: Checkpointer,
+        memory: Memory | None,
+        owned: Sequence[Closeable],
     ) -> GraphRuntime:
         from tidemill.agents.graph import GraphRuntime
 
@@ -128,7 +152,7 @@ class Blueprint:
             checkpointer=checkpointer,
             limits=self.limits,
             output=self.output,
-            memory=self.memory,
+            memory=memory,
             specialists=list(self.specialists.values()),
             delegation=self.delegation,
             routing_prompt=self.routing_prompt,

@@ -7,14 +7,12 @@ from datetime import UTC, datetime
 
 from pydantic import JsonValue
 
-from tidemill.agents._thread import ThreadWriter, load_state
-from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import ApprovalDecided, ThreadState
-from tidemill.errors import ApprovalError, ThreadBusy, ToolArgumentsError
+from tidemill.errors import ApprovalError, ToolArgumentsError
 from tidemill.tools import ToolRegistry
 from tidemill.types import Decision
 
-__all__ = ["decision_events", "decisions_from_flags", "record_decisions"]
+__all__ = ["decision_events", "decisions_from_flags"]
 
 
 def decisions_from_flags(
@@ -84,46 +82,3 @@ def decision_events(
                 ) from exc
         events.append(ApprovalDecided(call_id=call_id, decision=decision, decided_at=now))
     return events
-
-
-_ATTEMPTS = 3
-
-
-async def record_decisions(
-    checkpointer: Checkpointer,
-    tools: ToolRegistry,
-    thread_id: str,
-    decisions: Mapping[str, Decision] | None,
-    approved: bool | None,
-    *,
-    feedback: str,
-    edited_arguments: Mapping[str, dict[str, JsonValue]] | None,
-) -> ThreadWriter:
-    """Load the thread and record the decisions, if any, re-reading after a lost race.
-
-    A retry re-checks the decisions against the new state, so a call that
-    someone else decided meanwhile is refused, never decided twice.
-    """
-    for attempt in range(_ATTEMPTS):
-        writer = ThreadWriter(checkpointer, await load_state(checkpointer, thread_id))
-        if decisions is None and approved is None:
-            return writer
-        chosen = (
-            decisions_from_flags(
-                writer.state,
-                approved=approved,
-                feedback=feedback,
-                edited_arguments=edited_arguments,
-            )
-            if approved is not None
-            else decisions
-        )
-        assert chosen is not None
-        try:
-            await writer.append(*decision_events(writer.state, chosen, tools))
-        except ThreadBusy:
-            if attempt + 1 == _ATTEMPTS:
-                raise
-            continue
-        return writer
-    raise AssertionError("unreachable")  # pragma: no cover

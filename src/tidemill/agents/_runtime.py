@@ -24,7 +24,6 @@ from typing import Unpack
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
-from tidemill.agents._decisions import record_decisions
 from tidemill.agents._delegation import (
     AgentTool,
     Delegation,
@@ -38,7 +37,7 @@ from tidemill.agents._facade import AgentFacade, Closeable, Prompt, prompt_messa
 from tidemill.agents._limits import UsageLimits
 from tidemill.agents._loop import AgentLoop, RunBounds
 from tidemill.agents._output import OutputSpec
-from tidemill.agents._thread import ThreadWriter, load_state
+from tidemill.agents._thread import ThreadWriter, load_state, record_decisions
 from tidemill.agents._tool_runner import ToolRunner
 from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer, fork_thread
 from tidemill.agents.guardrails import Guardrail

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
+from pydantic import JsonValue
+
+from tidemill.agents._decisions import decision_events, decisions_from_flags
 from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import JournalEvent, ThreadState
 from tidemill.agents.tracing import Span
 from tidemill.errors import JournalConflict, ThreadBusy
+from tidemill.tools import ToolRegistry
+from tidemill.types import Decision
 
-__all__ = ["ThreadWriter", "load_state"]
+__all__ = ["ThreadWriter", "load_state", "record_decisions"]
 
 # Only the effects of calls already admitted move past others' decisions; a
 # decision itself must be checked again against the new state by its caller.
@@ -95,3 +101,46 @@ class ThreadWriter:
     def elapsed_ms(self) -> float:
         """Milliseconds since this writer was created."""
         return (time.perf_counter() - self.started) * 1000
+
+
+_ATTEMPTS = 3
+
+
+async def record_decisions(
+    checkpointer: Checkpointer,
+    tools: ToolRegistry,
+    thread_id: str,
+    decisions: Mapping[str, Decision] | None,
+    approved: bool | None,
+    *,
+    feedback: str,
+    edited_arguments: Mapping[str, dict[str, JsonValue]] | None,
+) -> ThreadWriter:
+    """Load the thread and record the decisions, if any, re-reading after a lost race.
+
+    A retry re-checks the decisions against the new state, so a call that
+    someone else decided meanwhile is refused, never decided twice.
+    """
+    for attempt in range(_ATTEMPTS):
+        writer = ThreadWriter(checkpointer, await load_state(checkpointer, thread_id))
+        if decisions is None and approved is None:
+            return writer
+        chosen = (
+            decisions_from_flags(
+                writer.state,
+                approved=approved,
+                feedback=feedback,
+                edited_arguments=edited_arguments,
+            )
+            if approved is not None
+            else decisions
+        )
+        assert chosen is not None
+        try:
+            await writer.append(*decision_events(writer.state, chosen, tools))
+        except ThreadBusy:
+            if attempt + 1 == _ATTEMPTS:
+                raise
+            continue
+        return writer
+    raise AssertionError("unreachable")  # pragma: no cover

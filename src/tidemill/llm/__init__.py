@@ -27,6 +27,11 @@ forced tool on Anthropic and Bedrock, whose call comes back as the text);
 `ModelAliases` maps the names others use (a proxy client, a flow's step)
 to the models that serve them, `*` for every name.
 
+Embeddings: `resolve_embedder("openai:text-embedding-3-small")` gives an
+`EmbeddingModel` whose `aembed(texts)` returns `Embeddings` (vectors, model,
+priced usage), for OpenAI and the compatible vendors, Gemini, Bedrock and
+Ollama, or `"fake"` (`HashingEmbedder`) offline; see `tidemill.llm.embeddings`.
+
 `FallbackModel` wraps several models and tries the next when one is rate
 limited or down (`resolve_model([...])` builds one). Every HTTP adapter
 prices its answers (`Usage.cost_usd`) with the optional `genai-prices`
@@ -85,6 +90,12 @@ from tidemill.llm._strict_schema import strict_json_schema
 from tidemill.llm.anthropic._adapter import AnthropicModel
 from tidemill.llm.anthropic._vertex import AnthropicVertexModel
 from tidemill.llm.bedrock._adapter import BedrockModel
+from tidemill.llm.embeddings import (
+    EmbeddingModel,
+    Embeddings,
+    HashingEmbedder,
+    resolve_embedder,
+)
 from tidemill.llm.google._gemini import GeminiModel, VertexGeminiModel
 from tidemill.llm.http._client import new_http_client
 from tidemill.llm.http._sse import ServerSentEvent, SSEDecoder
@@ -105,10 +116,13 @@ __all__ = [
     "BedrockModel",
     "CredentialSource",
     "Credentials",
+    "EmbeddingModel",
+    "Embeddings",
     "FallbackModel",
     "ForcedTool",
     "GeminiModel",
     "Handler",
+    "HashingEmbedder",
     "HttpCall",
     "HttpModel",
     "Model",
@@ -132,6 +146,7 @@ __all__ = [
     "new_http_client",
     "offline_answer",
     "parse_model_spec",
+    "resolve_embedder",
     "resolve_model",
     "should_fall_back",
     "strict_json_schema",

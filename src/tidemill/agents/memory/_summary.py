@@ -8,9 +8,10 @@ from pydantic import JsonValue
 
 from tidemill.agents.journal import MemorySummarized, ThreadState
 from tidemill.agents.memory._base import MemoryView, start_of_turn
+from tidemill.agents.memory._transcript import message_line
 from tidemill.errors import ConfigurationError
 from tidemill.llm import Model, ModelRequest
-from tidemill.types import Message, Role
+from tidemill.types import Message
 
 __all__ = ["SummaryMemory"]
 
@@ -67,7 +68,7 @@ class SummaryMemory:
         upto = start_of_turn(messages, len(messages) - self.keep_last, floor=state.summary_upto)
         if upto <= state.summary_upto:
             return None
-        transcript = "\n".join(_line(m) for m in messages[state.summary_upto : upto])
+        transcript = "\n".join(message_line(m) for m in messages[state.summary_upto : upto])
         if state.summary:
             transcript = f"(Summary so far) {state.summary}\n{transcript}"
         request = ModelRequest(
@@ -88,11 +89,3 @@ class SummaryMemory:
             "max_messages": self.max_messages,
             "keep_last": self.keep_last,
         }
-
-
-def _line(message: Message) -> str:
-    if message.role == Role.TOOL:
-        return f"tool {message.name} returned: {message.content}"
-    calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
-    text = message.content + (f" [called {calls}]" if calls else "")
-    return f"{message.role.value}: {text}"
