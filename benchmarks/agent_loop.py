@@ -191,8 +191,9 @@ class TidemillBench:
 
     async def run(self) -> tidemill.AgentResponse:
         if self.blocking:
-            # The blocking twin, as a script calls it: this thread waits while the
-            # runtime's own loop thread runs the agent (one hop there and back per run).
+            # The blocking twin, as a script calls it. The runtime's loop, which has
+            # nothing else to do, runs on this thread for the call (the benchmark's own
+            # loop waits meanwhile, as it does for any blocking call): no thread hop.
             return self.runtime.run(PROMPT)
         return await self.runtime.arun(PROMPT)
 

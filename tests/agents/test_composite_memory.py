@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from tidemill import AgentRuntime, ConfigurationError, agent
-from tidemill.agents.checkpoint import SQLiteCheckpointer
+import pytest
+from pydantic import JsonValue
+
+from tidemill import AgentInterrupt, AgentRuntime, ConfigurationError, agent, tool
+from tidemill.agents.checkpoint import MemoryCheckpointer, SQLiteCheckpointer
+from tidemill.agents.journal import (
+    MemoryRecalled,
+    MemorySummarized,
+    ModelTurn,
+    ThreadState,
+    UserInput,
+)
 from tidemill.agents.memory import (
     CompositeMemory,
+    MemoryView,
     SQLiteVectorStore,
     SummaryMemory,
     VectorMemory,
+    memory_events,
     resolve_memory,
 )
 from tidemill.agents.memory._vector import RECALL_HEADING
-from tidemill.llm import ModelRequest, ScriptedModel
-from tidemill.types import Role
+from tidemill.llm import EmbeddingModel, HashingEmbedder, Model, ModelRequest, ScriptedModel
+from tidemill.llm._scripted import Answer
+from tidemill.types import Message, Role, ToolCall, Usage
 
 
 def answer(request: ModelRequest) -> str:
@@ -135,3 +148,119 @@ def test_unknown_names_suggest_the_new_ones() -> None:
         resolve_memory("compsite")
     assert caught.value.hint and "Did you mean 'composite'?" in caught.value.hint
     assert "'vector'" in caught.value.hint
+
+
+# -- the summary and the recall are journaled together ------------------------------
+
+
+@tool(requires_approval=True)
+def deploy(env: str) -> str:
+    """Deploy, with approval."""
+    return f"deployed to {env}"
+
+
+DEPLOY = ToolCall(id="d1", name="deploy", arguments={"env": "prod"})
+
+
+def deploying(request: ModelRequest) -> Answer:
+    last = request.messages[-1]
+    if last.role == Role.USER and last.content.startswith("Deploy"):
+        return Message.assistant("", tool_calls=(DEPLOY,))
+    return answer(request)
+
+
+def composite(
+    saver: SQLiteCheckpointer, embedder: EmbeddingModel | str = "fake"
+) -> CompositeMemory:
+    return CompositeMemory(
+        window=2,
+        summary={"max_messages": 4, "keep_last": 2},
+        vector={"embedder": embedder, "k": 1, "store": saver},
+    )
+
+
+async def test_a_run_resumed_by_another_runtime_keeps_its_summary_and_recall(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "agent.db"
+    saver = SQLiteCheckpointer(path)
+    memory = composite(saver)
+    runtime = AgentRuntime(
+        model=ScriptedModel(handler=deploying), tools=[deploy], checkpointer=saver, memory=memory
+    )
+    for prompt in PROMPTS[:4]:
+        await runtime.arun(prompt, thread_id="t")
+    with pytest.raises(AgentInterrupt):
+        await runtime.arun("Deploy, then say: who is Miso, my cat?", thread_id="t")
+    await memory.aclose()
+    await saver.aclose()
+
+    saver = SQLiteCheckpointer(path)  # another process decides the approval
+    model = ScriptedModel(handler=answer)
+    memory = composite(saver, HashingEmbedder())
+    runtime = AgentRuntime(model=model, tools=[deploy], checkpointer=saver, memory=memory)
+    response = await runtime.aresume("t", approved=True)
+    prompt = system(model.requests[-1])
+    assert prompt.startswith("Summary of the earlier conversation:\nSUMMARY: the user shared")
+    assert f"{RECALL_HEADING}\nuser: My cat is called Miso." in prompt
+    assert model.requests[-1].messages[1].content.startswith("Deploy")  # the window
+    # The run's start journaled both, the recall first, and the run's usage counts both.
+    records = await saver.read("t")
+    start = max(i for i, r in enumerate(records) if isinstance(r.event, UserInput))
+    recalled, summarized = records[start + 1].event, records[start + 2].event
+    assert isinstance(recalled, MemoryRecalled) and isinstance(summarized, MemorySummarized)
+    assert [u.text for u in recalled.units] == ["user: My cat is called Miso."]
+    assert recalled.usage.input_tokens > 0
+    turns = [r.event.response.usage for r in records[start:] if isinstance(r.event, ModelTurn)]
+    assert response.usage == Usage.total([recalled.usage, summarized.usage, *turns])
+    await memory.aclose()
+    await saver.aclose()
+
+
+async def test_the_graph_runtime_journals_both_too() -> None:
+    pytest.importorskip("langgraph", reason="the graph runtime needs the graph extra")
+    saver = MemoryCheckpointer()
+    model = ScriptedModel(handler=answer)
+    bot = (
+        agent()
+        .llm(model)
+        .graph()
+        .checkpoint(saver)
+        .memory("composite", window=2, summary={"max_messages": 4, "keep_last": 2},
+                vector={"embedder": "fake", "k": 1})
+    )  # fmt: skip
+    for prompt in PROMPTS:
+        response = await bot.arun(prompt, thread_id="g")
+    events = [r.event for r in await saver.read("g")]
+    kinds = [e.kind for e in events]
+    start = len(kinds) - 1 - kinds[::-1].index("user_message")
+    assert kinds[start + 1 : start + 3] == ["memory_recalled", "memory_summarized"]
+    recalled = events[start + 1]
+    assert isinstance(recalled, MemoryRecalled) and recalled.usage.input_tokens > 0
+    assert RECALL_HEADING + "\nuser: My cat is called Miso." in system(agent_calls(model)[-1])
+    spent = [step.usage for step in response.steps if step.usage]  # the turns, the summary
+    assert response.usage == Usage.total([*spent, recalled.usage])
+    await bot.aclose()
+
+
+class Scribbling:
+    """A custom memory whose compact returns something that is not an event."""
+
+    def view(self, state: ThreadState) -> MemoryView:
+        return MemoryView(state.messages)
+
+    async def compact(self, state: ThreadState, model: Model) -> object:
+        return ["not an event"]
+
+    def describe(self) -> dict[str, JsonValue]:
+        return {"kind": "scribbling"}
+
+
+async def test_compact_returning_other_things_is_refused_with_a_hint() -> None:
+    runtime = AgentRuntime(model=ScriptedModel(handler=answer), memory=Scribbling())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="not memory events") as caught:
+        await runtime.arun("hi")
+    assert caught.value.hint and "MemoryRecalled" in caught.value.hint
+    assert memory_events(None) == ()
+    summary = MemorySummarized(summary="s", upto=1)
+    assert memory_events(summary) == (summary,) and memory_events([summary]) == (summary,)

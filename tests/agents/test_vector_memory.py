@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,8 +13,18 @@ from tidemill.agents.checkpoint import (
     MemoryCheckpointer,
     PostgresCheckpointer,
     SQLiteCheckpointer,
+    decode_event,
 )
-from tidemill.agents.journal import ThreadState, UserInput
+from tidemill.agents.journal import (
+    SCHEMA_VERSION,
+    ApprovalRequested,
+    MemoryRecalled,
+    ModelTurn,
+    RecalledUnit,
+    RunFinished,
+    ThreadState,
+    UserInput,
+)
 from tidemill.agents.memory import (
     InMemoryVectorStore,
     PostgresVectorStore,
@@ -24,9 +35,9 @@ from tidemill.agents.memory import (
 )
 from tidemill.agents.memory._transcript import units_of
 from tidemill.agents.memory._vector import RECALL_HEADING
-from tidemill.errors import ProviderError
+from tidemill.errors import LimitExceeded, ProviderError
 from tidemill.llm import EmbeddingModel, Embeddings, HashingEmbedder, ModelRequest, ScriptedModel
-from tidemill.types import Message, Role, ToolCall
+from tidemill.types import Message, ModelResponse, Role, ToolCall, Usage
 
 
 class CountingEmbedder(EmbeddingModel):
@@ -171,10 +182,10 @@ async def test_a_message_whose_text_changed_is_embedded_again() -> None:
     memory = VectorMemory(embedder=embedder)
     state = ThreadState("t")
     state.apply(1, UserInput(messages=(Message.user("first version"),), run_id="r1"))
-    await memory.prepare(state, before=0)
+    await memory.recall(state, before=0)
     again = ThreadState("t")  # the thread was deleted and started over
     again.apply(1, UserInput(messages=(Message.user("second version"),), run_id="r1"))
-    await memory.prepare(again, before=0)
+    await memory.recall(again, before=0)
     assert embedder.texts == ["user: first version", "user: second version"]
 
 
@@ -322,3 +333,160 @@ def test_the_builder_keeps_the_vectors_in_its_checkpointers_file(tmp_path: Path)
     with sqlite3.connect(path) as db:
         [(count,)] = db.execute("SELECT count(*) FROM tidemill_memory_vectors").fetchall()
     assert count >= len(FACTS)
+
+
+# -- the recall is journaled ------------------------------------------------------
+
+
+class PricedEmbedder(CountingEmbedder):
+    """The hashing embedder, billing 1,000 input tokens and a cent per request."""
+
+    async def aembed(self, texts: Sequence[str]) -> Embeddings:
+        found = await super().aembed(texts)
+        return Embeddings(
+            found.vectors,
+            model=found.model,
+            usage=Usage(requests=1, input_tokens=1000, cost_usd=0.01),
+        )
+
+
+def approval_model() -> ScriptedModel:
+    return ScriptedModel(
+        responses=["Noted.", ""],
+        tool_calls=[[], [ToolCall(id="d1", name="deploy", arguments={"env": "prod"})]],
+    )
+
+
+async def test_a_run_resumed_by_another_runtime_keeps_its_recall(tmp_path: Path) -> None:
+    path = tmp_path / "agent.db"
+    saver = SQLiteCheckpointer(path)
+    memory = VectorMemory(embedder="fake", k=1, store=saver)
+    runtime = AgentRuntime(
+        model=approval_model(), tools=[deploy], checkpointer=saver, memory=memory
+    )
+    await runtime.arun("The prod cluster is called Heron.", thread_id="t")
+    with pytest.raises(AgentInterrupt):
+        await runtime.arun("Deploy to the prod cluster Heron.", thread_id="t")
+    await memory.aclose()
+    await saver.aclose()
+
+    # Another process decides the approval: new checkpointer, memory and model, the same file.
+    saver = SQLiteCheckpointer(path)
+    embedder = CountingEmbedder()
+    model = ScriptedModel(handler=lambda r: "Done.")
+    memory = VectorMemory(embedder=embedder, k=1, store=saver)
+    runtime = AgentRuntime(model=model, tools=[deploy], checkpointer=saver, memory=memory)
+    resumed = await runtime.aresume("t", approved=True)
+    assert resumed.output == "Done."
+    assert (
+        system(model.requests[-1]) == f"{RECALL_HEADING}\nuser: The prod cluster is called Heron."
+    )
+    assert conversation(model.requests[-1])[0] == "Deploy to the prod cluster Heron."
+    assert embedder.texts == []  # the recall was read from the journal, not chosen again
+    await memory.aclose()
+    await saver.aclose()
+
+
+async def test_the_journal_holds_what_was_recalled_and_the_next_run_forgets_it() -> None:
+    saver = MemoryCheckpointer()
+    model = ScriptedModel(handler=lambda r: "ok")
+    runtime = AgentRuntime(
+        model=model, checkpointer=saver, memory=VectorMemory(embedder="fake", k=1)
+    )
+    for fact in FACTS:
+        await runtime.arun(fact, thread_id="t")
+    await runtime.arun("What is my cat called?", thread_id="t")
+    records = await saver.read("t")
+    recalls = [r.event for r in records if isinstance(r.event, MemoryRecalled)]
+    assert len(recalls) == 4  # one per run: each embeds its prompt and the last answer
+    assert recalls[0].units == ()  # the first run has nothing earlier to recall
+    last = recalls[-1]
+    assert last.units == (RecalledUnit(start=0, end=1, text=f"user: {FACTS[0]}"),)
+    # The hashing embedder counts words: the last answer's, then the request's.
+    assert last.usage.input_tokens == 2 + 6
+    # Each recall belongs to its run: the next run's input clears it.
+    state = ThreadState("t")
+    for record in records:
+        state.apply(record.seq, record.event)
+    assert state.recalled == last.units
+    state.apply(state.seq + 1, UserInput(messages=(Message.user("next"),), run_id="r9"))
+    assert state.recalled == ()
+
+
+async def test_embedding_usage_counts_in_the_run_and_its_cost() -> None:
+    model = ScriptedModel(handler=lambda r: "ok")
+    runtime = AgentRuntime(model=model, memory=VectorMemory(embedder=PricedEmbedder()))
+    await runtime.arun(FACTS[0], thread_id="t")
+    response = await runtime.arun(FACTS[1], thread_id="t")
+    asked = response.steps[-1].usage
+    assert asked is not None
+    # One embedding request: the new messages, the request among them.
+    assert response.usage.input_tokens == asked.input_tokens + 1000
+    assert response.usage.requests == asked.requests + 1
+    assert response.usage.cost_usd == pytest.approx(0.01 + asked.cost_usd)
+
+
+async def test_a_token_limit_sees_what_embedding_spent() -> None:
+    model = ScriptedModel(handler=lambda r: "ok")
+    bot = (
+        agent().llm(model).memory(VectorMemory(embedder=PricedEmbedder())).limits(input_tokens=500)
+    )
+    with pytest.raises(LimitExceeded) as info:
+        await bot.arun("hello", thread_id="t")
+    assert info.value.limit == "input_tokens" and model.requests == []  # never asked
+    assert info.value.response is not None
+    assert info.value.response.usage.input_tokens == 1000
+
+
+async def test_a_recall_compacted_into_a_snapshot_survives_a_resume() -> None:
+    saver = MemoryCheckpointer(max_history=4)
+    runtime = AgentRuntime(
+        model=approval_model(), tools=[deploy], checkpointer=saver,
+        memory=VectorMemory(embedder="fake", k=1),
+    )  # fmt: skip
+    await runtime.arun("The prod cluster is called Heron.", thread_id="t")
+    with pytest.raises(AgentInterrupt):
+        await runtime.arun("Deploy to the prod cluster Heron.", thread_id="t")
+    records = await saver.read("t")
+    assert records[0].event.kind == "snapshot" and not any(
+        r.event.kind == "memory_recalled" for r in records
+    )  # the recall is inside the snapshot now
+    model = ScriptedModel(handler=lambda r: "Done.")
+    again = AgentRuntime(
+        model=model, tools=[deploy], checkpointer=saver, memory=VectorMemory(embedder="fake", k=1)
+    )
+    await again.aresume("t", approved=True)
+    assert "user: The prod cluster is called Heron." in system(model.requests[-1])
+
+
+async def test_a_journal_from_before_recall_was_journaled_still_loads_and_resumes() -> None:
+    # Format 3: no `memory_recalled` records, and snapshots without `recalled`.
+    call = ToolCall(id="d1", name="deploy", arguments={"env": "prod"})
+    first = ThreadState("t")
+    first.apply(1, UserInput(messages=(Message.user("The cluster is Heron."),), run_id="r1"))
+    first.apply(2, RunFinished(output="Noted."))
+    snapshot = first.snapshot().model_dump(mode="json", exclude={"recalled"})
+    snapshot["schema_version"] = 3
+    old = [
+        decode_event(json.dumps(snapshot), thread_id="t", seq=2),
+        UserInput(messages=(Message.user("Deploy to Heron."),), run_id="r2", schema_version=3),
+        ModelTurn(
+            response=ModelResponse(message=Message.assistant("", tool_calls=(call,))),
+            schema_version=3,
+        ),
+        ApprovalRequested(calls=(call,), schema_version=3),
+    ]
+    assert old[0].kind == "snapshot" and old[0].recalled == ()
+    saver = MemoryCheckpointer()
+    await saver.append("t", old, after=0)
+    model = ScriptedModel(handler=lambda r: "Done.")
+    runtime = AgentRuntime(
+        model=model, tools=[deploy], checkpointer=saver, memory=VectorMemory(embedder="fake")
+    )
+    resumed = await runtime.aresume("t", approved=True)
+    assert resumed.output == "Done." and RECALL_HEADING not in system(model.requests[-1])
+    # The next run journals its recall in the current format, after the old records.
+    await runtime.arun("Which cluster?", thread_id="t")
+    assert "user: The cluster is Heron." in system(model.requests[-1])
+    recalled = [r.event for r in await saver.read("t") if r.event.kind == "memory_recalled"]
+    assert [e.schema_version for e in recalled] == [SCHEMA_VERSION]

@@ -64,6 +64,20 @@ async def rows(engine: AsyncEngine, sql: str, *params: Any) -> list[tuple[Any, .
     return found
 
 
+async def journal_of(url: str, run_id: str) -> str:
+    """The agent step's journal, one line per record: what a failure message needs."""
+    from tidemill.agents.checkpoint import PostgresCheckpointer
+    from tidemill.store import StoreURL
+
+    parsed = StoreURL.parse(url)
+    checkpointer = PostgresCheckpointer(parsed.dsn, schema=parsed.schema)
+    try:
+        records = await checkpointer.read(f"tidemill:{run_id}:agent")
+        return "\n".join(f"{r.seq} {r.event.model_dump_json()[:400]}" for r in records)
+    finally:
+        await checkpointer.aclose()
+
+
 async def kill_backends(base: str, application: str, stop: asyncio.Event) -> list[float]:
     """Terminate the backends of `application` every 0.2 s until `stop`; when each died."""
     import psycopg
@@ -124,7 +138,10 @@ async def test_runs_finish_while_the_workers_connections_are_killed(
         assert await engine.wait(agent_run, timeout=5) == "finished"
         calls = effects.read_text().splitlines()
         # Each call once, or once more when its start was journaled and a kill cut it off.
-        assert sorted(set(calls)) == ["c0", "c1", "c2"], calls
+        if sorted(set(calls)) != ["c0", "c1", "c2"]:
+            pytest.fail(
+                f"tool calls that ran: {calls}; journal:\n" + await journal_of(url, agent_run)
+            )
     finally:
         stop.set()
         await engine.close()

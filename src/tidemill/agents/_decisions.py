@@ -12,7 +12,20 @@ from tidemill.errors import ApprovalError, ToolArgumentsError
 from tidemill.tools import ToolRegistry
 from tidemill.types import Decision
 
-__all__ = ["decision_events", "decisions_from_flags"]
+__all__ = ["check_flags", "decision_events", "decisions_from_flags"]
+
+
+def check_flags(decisions: Mapping[str, Decision] | None, approved: bool | None) -> None:
+    """Refuse a resume given both `decisions=` and `approved=`.
+
+    Raises:
+        ApprovalError: When both are given.
+    """
+    if decisions is not None and approved is not None:
+        raise ApprovalError(
+            "Pass decisions= or approved=, not both.",
+            hint="decisions= decides calls one by one; approved= decides them all.",
+        )
 
 
 def decisions_from_flags(

@@ -34,9 +34,12 @@ __all__ = [
     "Delegation",
     "Worker",
     "broadcast",
+    "delegate_broadcast",
+    "delegate_pipeline",
     "first_line",
     "pipeline",
     "roster",
+    "with_roster",
 ]
 
 _log = logging.getLogger("tidemill.agents")
@@ -356,6 +359,67 @@ def roster(specialists: Sequence[AgentTool], prompt: str = ROUTING_PROMPT) -> st
     """
     lines = "\n".join(f"- {tool.name}: {tool.description}" for tool in specialists)
     return prompt.replace("{roster}", lines)
+
+
+def with_roster(
+    system_prompt: str | None,
+    specialists: Mapping[str, AgentTool],
+    prompt: str = ROUTING_PROMPT,
+) -> str | None:
+    """The system prompt each model call of a supervisor gets: its own, then the roster."""
+    if not specialists:
+        return system_prompt
+    parts = (system_prompt, roster(list(specialists.values()), prompt))
+    return "\n\n".join(p for p in parts if p)
+
+
+async def delegate_broadcast(
+    specialists: Mapping[str, AgentTool], delegation: Delegation, task: str, *, deps: object
+) -> dict[str, AgentResponse]:
+    """A supervisor's `broadcast` to its specialists, within its `delegation`'s bounds.
+
+    Raises:
+        ConfigurationError: When there are no specialists.
+    """
+    return await broadcast(
+        _workers(specialists),
+        task,
+        max_concurrency=delegation.max_concurrency,
+        limits=delegation.child_limits,
+        deps=deps,
+    )
+
+
+async def delegate_pipeline(
+    specialists: Mapping[str, AgentTool],
+    delegation: Delegation,
+    task: str,
+    order: Sequence[str],
+    *,
+    deps: object,
+) -> AgentResponse:
+    """A supervisor's `pipeline` through its specialists, with its `delegation`'s child limits.
+
+    Raises:
+        ConfigurationError: When there are no specialists or `order` names an unknown one.
+    """
+    return await pipeline(
+        _workers(specialists), task, order, limits=delegation.child_limits, deps=deps
+    )
+
+
+def _workers(specialists: Mapping[str, AgentTool]) -> dict[str, Worker]:
+    """The workers behind a supervisor's specialists, by name.
+
+    Raises:
+        ConfigurationError: When there are no specialists.
+    """
+    if not specialists:
+        raise ConfigurationError(
+            "This agent has no specialists.",
+            hint="Add them with .agent('name', worker, 'what it is good at').",
+        )
+    return {name: tool.worker for name, tool in specialists.items()}
 
 
 def first_line(text: str | None, *, limit: int = 200) -> str | None:

@@ -2,7 +2,8 @@
 
 `AgentRuntime`, the LangGraph-backed `GraphRuntime` and the `AgentBuilder`
 implement the async methods; this class gives each of them the same blocking
-twins, run on the object's own event-loop thread (see `tidemill._sync`).
+twins, run on the object's own event loop (see `tidemill._sync`: on the
+calling thread while nothing else needs the loop, on its own thread otherwise).
 A run started by one of them is all its caller waits for, so it lends that
 loop to the agent's sync tools (`sync_on_loop=True`): they run on the loop's
 thread while nothing else runs on it, and in a worker thread otherwise.

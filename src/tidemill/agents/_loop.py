@@ -9,7 +9,7 @@ then checks the bounds, then asks the model.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
@@ -17,7 +17,8 @@ from tidemill.agents._limits import UsageLimits
 from tidemill.agents._output import OutputSpec
 from tidemill.agents._thread import ThreadWriter
 from tidemill.agents._tool_runner import ToolRunner
-from tidemill.agents.guardrails import Guardrail, guard_stream
+from tidemill.agents.guardrails import Guardrail
+from tidemill.agents.guardrails._screen import screen_response, screened_stream
 from tidemill.agents.journal import (
     Correction,
     JournalEvent,
@@ -27,34 +28,70 @@ from tidemill.agents.journal import (
     RunFinished,
     ToolFinished,
 )
-from tidemill.agents.memory import BufferMemory, Memory
+from tidemill.agents.memory import BufferMemory, Memory, memory_events
 from tidemill.agents.tracing import NullTracer, Tracer
 from tidemill.errors import (
     AgentError,
     ConfigurationError,
     GuardrailViolation,
+    InvalidOption,
     LimitExceeded,
     MalformedToolCall,
     MaxIterationsExceeded,
     OutputValidationError,
     ToolRetriesExceeded,
 )
-from tidemill.llm import Model, ModelRequest, ModelSettings, ModelStreamEvent, OutputFormat
+from tidemill.llm import Model, ModelRequest, ModelSettings, OutputFormat
 from tidemill.types import (
     AgentResponse,
     ApprovalRequired,
     Message,
     ModelResponse,
-    ResponseDone,
     RunDone,
+    RunStopped,
     StreamEvent,
-    TextDelta,
     ToolResult,
 )
 
-__all__ = ["AgentLoop"]
+__all__ = ["RUN_STOPS", "AgentLoop", "check_loop_options", "run_stopped"]
 
 _log = logging.getLogger("tidemill.agents")
+
+
+RunStop = LimitExceeded | ToolRetriesExceeded | OutputValidationError | GuardrailViolation
+"""An error that stops a run at a bound, by the output type or by the guardrail."""
+RUN_STOPS = (LimitExceeded, ToolRetriesExceeded, OutputValidationError, GuardrailViolation)
+"""The errors a streamed run announces with `RunStopped` before raising them."""
+
+
+def run_stopped(stop: RunStop, partial: Callable[[], AgentResponse]) -> RunStopped:
+    """The `RunStopped` a streamed run yields before raising `stop`.
+
+    Args:
+        stop: The error the run stops with.
+        partial: The run so far, asked for when `stop` carries no response.
+    """
+    return RunStopped(
+        error=type(stop).__name__,
+        message=stop.message,
+        limit=stop.limit if isinstance(stop, LimitExceeded) else None,
+        response=stop.response or partial(),
+    )
+
+
+def check_loop_options(*, max_iterations: int, tool_call_retries: int, max_parallel: int) -> None:
+    """Check a runtime's loop options, as its constructor is given them.
+
+    Raises:
+        InvalidOption: When `max_iterations` or `max_parallel` is below 1, or
+            `tool_call_retries` is negative.
+    """
+    if max_iterations < 1:
+        raise InvalidOption(f"max_iterations must be at least 1, not {max_iterations}.")
+    if tool_call_retries < 0:
+        raise InvalidOption(f"tool_call_retries must not be negative, not {tool_call_retries}.")
+    if max_parallel < 1:
+        raise InvalidOption(f"max_parallel must be at least 1, not {max_parallel}.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +147,10 @@ class AgentLoop:
         object.__setattr__(self, "_output_format", fmt)
 
     async def remember(self, writer: ThreadWriter) -> None:
-        """At the start of a run, let the memory condense older turns, journaling the result."""
-        summary = await self.memory.compact(writer.state, self.model)
-        if summary is not None:
-            await writer.append(summary)
+        """At the start of a run, journal what the memory condenses or recalls, in one write."""
+        events = memory_events(await self.memory.compact(writer.state, self.model))
+        if events:
+            await writer.append(*events)
 
     def _context(self, writer: ThreadWriter) -> tuple[Message, ...]:
         """The system prompt and the part of the thread the memory chooses."""
@@ -195,7 +232,9 @@ class AgentLoop:
                     parent=writer.span,
                 ) as span:
                     if streaming:
-                        async with aclosing(self._stream(request)) as chunks:
+                        async with aclosing(
+                            screened_stream(self.model, request, self.guardrail)
+                        ) as chunks:
                             async for chunk in chunks:
                                 if chunk.type == "response":
                                     response = chunk.response
@@ -203,7 +242,9 @@ class AgentLoop:
                         if response is None:
                             raise AgentError("The model's stream ended without its final response.")
                     else:
-                        response = self._screen(await self.model.request(request))
+                        response = screen_response(
+                            self.guardrail, await self.model.request(request)
+                        )
                     span.record_response(response)
             except MalformedToolCall as exc:
                 _log.warning("Model produced an unparseable tool call: %s", exc)
@@ -230,32 +271,6 @@ class AgentLoop:
                 await self._stop(writer, crossed, response)
             started = set()
             await writer.append(*self.runner.admission_events(response, admission, started))
-
-    async def _stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
-        """The model's stream, its text passed through the output guardrail as it arrives."""
-        guard = guard_stream(self.guardrail) if self.guardrail is not None else None
-        async with aclosing(self.model.stream(request)) as chunks:
-            async for chunk in chunks:
-                if chunk.type == "response":
-                    if guard is not None and (tail := guard.flush()):
-                        yield TextDelta(delta=tail)
-                    yield ResponseDone(response=self._screen(chunk.response))
-                elif chunk.type == "text" and guard is not None:
-                    if released := guard.feed(chunk.delta):
-                        yield TextDelta(delta=released)
-                else:
-                    yield chunk
-
-    def _screen(self, response: ModelResponse) -> ModelResponse:
-        """Apply the output guardrail to an answer: unchanged, redacted, or refused."""
-        if self.guardrail is None or not response.message.content:
-            return response
-        checked = self.guardrail.check_output(response.message.content)
-        checked.raise_if_blocked()
-        if checked.action != "redact" or checked.text is None:
-            return response
-        message = response.message.model_copy(update={"content": checked.text})
-        return response.model_copy(update={"message": message})
 
     async def _fit(
         self, request: ModelRequest, writer: ThreadWriter, limits: UsageLimits

@@ -24,23 +24,36 @@ from typing import Unpack
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
+from tidemill.agents._decisions import check_flags
 from tidemill.agents._delegation import (
     AgentTool,
     Delegation,
-    Worker,
-    broadcast,
+    delegate_broadcast,
+    delegate_pipeline,
     first_line,
-    pipeline,
-    roster,
+    with_roster,
 )
 from tidemill.agents._facade import AgentFacade, Closeable, Prompt, prompt_messages
 from tidemill.agents._limits import UsageLimits
-from tidemill.agents._loop import AgentLoop, RunBounds
+from tidemill.agents._loop import (
+    RUN_STOPS,
+    AgentLoop,
+    RunBounds,
+    check_loop_options,
+    run_stopped,
+)
 from tidemill.agents._output import OutputSpec
-from tidemill.agents._thread import ThreadWriter, load_state, record_decisions
-from tidemill.agents._tool_runner import ToolRunner
+from tidemill.agents._thread import (
+    ThreadWriter,
+    check_resumable,
+    check_startable,
+    load_state,
+    record_decisions,
+)
+from tidemill.agents._tool_runner import ToolRunner, tool_registry
 from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer, fork_thread
 from tidemill.agents.guardrails import Guardrail
+from tidemill.agents.guardrails._screen import screen_input
 from tidemill.agents.journal import (
     JournalRecord,
     ThreadState,
@@ -50,21 +63,13 @@ from tidemill.agents.memory import BufferMemory, Memory
 from tidemill.agents.tracing import NullTracer, Tracer
 from tidemill.errors import (
     AgentInterrupt,
-    ApprovalError,
     ConfigurationError,
-    GuardrailViolation,
-    InvalidOption,
-    LimitExceeded,
-    OutputValidationError,
-    ThreadBusy,
-    ToolRetriesExceeded,
 )
 from tidemill.llm import Model, ModelSettings
 from tidemill.tools import ToolLike, ToolRegistry
 from tidemill.types import (
     AgentResponse,
     Decision,
-    RunStopped,
     StreamEvent,
     ToolCall,
 )
@@ -143,20 +148,13 @@ class AgentRuntime(AgentFacade):
         description: str | None = None,
         owned: Sequence[Closeable] = (),
     ) -> None:
-        if max_iterations < 1:
-            raise InvalidOption(f"max_iterations must be at least 1, not {max_iterations}.")
-        if tool_call_retries < 0:
-            raise InvalidOption(f"tool_call_retries must not be negative, not {tool_call_retries}.")
-        if max_parallel < 1:
-            raise InvalidOption(f"max_parallel must be at least 1, not {max_parallel}.")
+        check_loop_options(
+            max_iterations=max_iterations,
+            tool_call_retries=tool_call_retries,
+            max_parallel=max_parallel,
+        )
         self.model = model
-        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-        if len(self.tools) and not model.supports_tools:
-            raise ConfigurationError(
-                f"The model {model.model_name!r} cannot call tools, but "
-                f"{len(self.tools)} tool(s) are bound.",
-                hint="Use a tool-capable model, or drop the tools.",
-            )
+        self.tools = tool_registry(model, tools)
         self.system_prompt = system_prompt
         self.description = description or first_line(system_prompt)
         self.name = name
@@ -262,18 +260,8 @@ class AgentRuntime(AgentFacade):
         try:
             async for event in self._loop.drive(writer, bounds, settings, streaming=True):
                 yield event
-        except (
-            LimitExceeded,
-            ToolRetriesExceeded,
-            OutputValidationError,
-            GuardrailViolation,
-        ) as stop:
-            yield RunStopped(
-                error=type(stop).__name__,
-                message=stop.message,
-                limit=stop.limit if isinstance(stop, LimitExceeded) else None,
-                response=stop.response or self._loop.response(writer),
-            )
+        except RUN_STOPS as stop:
+            yield run_stopped(stop, lambda: self._loop.response(writer))
             raise
 
     # -- approvals and recovery --------------------------------------------------
@@ -335,11 +323,7 @@ class AgentRuntime(AgentFacade):
             >>> resumed.output
             'Deployed.'
         """
-        if decisions is not None and approved is not None:
-            raise ApprovalError(
-                "Pass decisions= or approved=, not both.",
-                hint="decisions= decides calls one by one; approved= decides them all.",
-            )
+        check_flags(decisions, approved)
         writer = await record_decisions(
             self.checkpointer,
             self.tools,
@@ -350,31 +334,12 @@ class AgentRuntime(AgentFacade):
             edited_arguments=edited_arguments,
         )
         state = writer.state
-        if decisions is not None or approved is not None:
-            in_flight = [state.open_calls[c] for c in state.attempts if c in state.open_calls]
-            if in_flight and not retry_in_flight:
-                raise ThreadBusy(
-                    "The decisions were recorded; "
-                    + ", ".join(f"{c.name} ({c.id})" for c in in_flight)
-                    + " is still running in another process, which will carry the run on.",
-                    hint="Wait for that process; if it died, resume(thread_id, "
-                    "retry_in_flight=True) runs the unfinished call again.",
-                    context={"thread_id": thread_id, "calls": [c.id for c in in_flight]},
-                )
-        elif state.status == "paused":
-            raise ApprovalError(
-                f"Thread {thread_id!r} is waiting for decisions on "
-                + ", ".join(f"{c.name} ({cid})" for cid, c in state.pending.items())
-                + ".",
-                hint="Pass decisions={call_id: Decision.approve()} or approved=True.",
-                context={"pending": list(state.pending)},
-            )
-        elif state.status != "running":
-            raise ApprovalError(
-                f"Thread {thread_id!r} has nothing to resume (it is {state.status}).",
-                hint="Start a new run on it with run(prompt, thread_id=...).",
-                context={"status": state.status},
-            )
+        check_resumable(
+            state,
+            thread_id,
+            decided=decisions is not None or approved is not None,
+            retry_in_flight=retry_in_flight,
+        )
         writer.retry_in_flight = retry_in_flight
         writer.deps = deps
         return await self._complete(writer, self._bounds(max_iterations, limits), settings)
@@ -389,14 +354,7 @@ class AgentRuntime(AgentFacade):
         Raises:
             ConfigurationError: When the agent has no specialists.
         """
-        delegation = self.delegation
-        return await broadcast(
-            self._workers(),
-            task,
-            max_concurrency=delegation.max_concurrency,
-            limits=delegation.child_limits,
-            deps=deps,
-        )
+        return await delegate_broadcast(self.specialists, self.delegation, task, deps=deps)
 
     def broadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Blocking `abroadcast`."""
@@ -413,28 +371,15 @@ class AgentRuntime(AgentFacade):
             ConfigurationError: When the agent has no specialists or `order`
                 names an unknown one.
         """
-        return await pipeline(
-            self._workers(), task, order, limits=self.delegation.child_limits, deps=deps
-        )
+        return await delegate_pipeline(self.specialists, self.delegation, task, order, deps=deps)
 
     def pipeline(self, task: str, order: Sequence[str], *, deps: object = None) -> AgentResponse:
         """Blocking `apipeline`."""
         return self._sync.run(self.apipeline(task, order, deps=deps))
 
-    def _workers(self) -> dict[str, Worker]:
-        if not self.specialists:
-            raise ConfigurationError(
-                "This agent has no specialists.",
-                hint="Add them with .agent('name', worker, 'what it is good at').",
-            )
-        return {name: tool.worker for name, tool in self.specialists.items()}
-
     def _instructions(self) -> str | None:
         """The system prompt each model call gets: the agent's own, then the roster."""
-        if not self.specialists:
-            return self.system_prompt
-        parts = (self.system_prompt, roster(list(self.specialists.values())))
-        return "\n\n".join(p for p in parts if p)
+        return with_roster(self.system_prompt, self.specialists)
 
     # -- inspection --------------------------------------------------------------
 
@@ -528,27 +473,13 @@ class AgentRuntime(AgentFacade):
     # -- the loop ----------------------------------------------------------------
 
     async def _begin(self, prompt: Prompt, thread_id: str | None, deps: object) -> ThreadWriter:
-        messages = prompt_messages(prompt)
-        if self.guardrail is not None:
-            # Checked before anything is journaled: a blocked input stores nothing.
-            checked = self.guardrail.check_input(messages)
-            checked.raise_if_blocked()
-            messages = tuple(checked.messages or messages)
+        # Checked before anything is journaled: a blocked input stores nothing.
+        messages = screen_input(self.guardrail, prompt_messages(prompt))
         if thread_id is None:
             state = ThreadState("thread_" + secrets.token_hex(12))
         else:
             state = await load_state(self.checkpointer, thread_id)
-        if state.status == "paused":
-            raise ApprovalError(
-                f"Thread {state.thread_id!r} is waiting for approval.",
-                hint="Decide the pending calls with resume() before starting a new run.",
-                context={"pending": list(state.pending)},
-            )
-        if state.status == "running":
-            raise ThreadBusy(
-                f"Thread {state.thread_id!r} has an unfinished run.",
-                hint="Continue it with resume(thread_id), or use another thread.",
-            )
+        check_startable(state)
         writer = ThreadWriter(self.checkpointer, state)
         writer.deps = deps
         run_id = "run_" + secrets.token_hex(8)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from tidemill.agents._delegation import ROUTING_PROMPT, AgentTool, Delegation, Worker, roster
+from tidemill.agents._delegation import ROUTING_PROMPT, AgentTool, Delegation, Worker, with_roster
 from tidemill.agents._runtime import AgentRuntime
 from tidemill.errors import ConfigurationError
 from tidemill.llm import Model
@@ -106,9 +106,7 @@ class SupervisorRuntime(AgentRuntime):
         return self
 
     def _instructions(self) -> str | None:
-        team = list(self.specialists.values())
-        parts = (self.system_prompt, roster(team, self.routing_prompt))
-        return "\n\n".join(p for p in parts if p)
+        return with_roster(self.system_prompt, self.specialists, self.routing_prompt)
 
     def describe(self) -> dict[str, JsonValue]:
         """The agent's description, with `pattern: "supervisor"` and each specialist's."""

@@ -12,11 +12,17 @@ from tidemill.agents._decisions import decision_events, decisions_from_flags
 from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import JournalEvent, ThreadState
 from tidemill.agents.tracing import Span
-from tidemill.errors import JournalConflict, ThreadBusy
+from tidemill.errors import ApprovalError, JournalConflict, ThreadBusy
 from tidemill.tools import ToolRegistry
 from tidemill.types import Decision
 
-__all__ = ["ThreadWriter", "load_state", "record_decisions"]
+__all__ = [
+    "ThreadWriter",
+    "check_resumable",
+    "check_startable",
+    "load_state",
+    "record_decisions",
+]
 
 # Only the effects of calls already admitted move past others' decisions; a
 # decision itself must be checked again against the new state by its caller.
@@ -29,6 +35,62 @@ async def load_state(checkpointer: Checkpointer, thread_id: str) -> ThreadState:
     for record in await checkpointer.read(thread_id):
         state.apply(record.seq, record.event)
     return state
+
+
+def check_startable(state: ThreadState) -> None:
+    """Refuse a new run on a thread that waits for decisions or has an unfinished run.
+
+    Raises:
+        ApprovalError: The thread is paused for approval.
+        ThreadBusy: The thread has an unfinished run.
+    """
+    if state.status == "paused":
+        raise ApprovalError(
+            f"Thread {state.thread_id!r} is waiting for approval.",
+            hint="Decide the pending calls with resume() before starting a new run.",
+            context={"pending": list(state.pending)},
+        )
+    if state.status == "running":
+        raise ThreadBusy(
+            f"Thread {state.thread_id!r} has an unfinished run.",
+            hint="Continue it with resume(thread_id), or use another thread.",
+        )
+
+
+def check_resumable(
+    state: ThreadState, thread_id: str, *, decided: bool, retry_in_flight: bool
+) -> None:
+    """Refuse to resume a thread that cannot go on, once its decisions (if `decided`) are recorded.
+
+    Raises:
+        ThreadBusy: After decisions, a call is still in flight and `retry_in_flight` is False.
+        ApprovalError: Without decisions, the thread waits for some, or has no run to continue.
+    """
+    if decided:
+        in_flight = [state.open_calls[c] for c in state.attempts if c in state.open_calls]
+        if in_flight and not retry_in_flight:
+            raise ThreadBusy(
+                "The decisions were recorded; "
+                + ", ".join(f"{c.name} ({c.id})" for c in in_flight)
+                + " is still running in another process, which will carry the run on.",
+                hint="Wait for that process; if it died, resume(thread_id, "
+                "retry_in_flight=True) runs the unfinished call again.",
+                context={"thread_id": thread_id, "calls": [c.id for c in in_flight]},
+            )
+    elif state.status == "paused":
+        raise ApprovalError(
+            f"Thread {thread_id!r} is waiting for decisions on "
+            + ", ".join(f"{c.name} ({cid})" for cid, c in state.pending.items())
+            + ".",
+            hint="Pass decisions={call_id: Decision.approve()} or approved=True.",
+            context={"pending": list(state.pending)},
+        )
+    elif state.status != "running":
+        raise ApprovalError(
+            f"Thread {thread_id!r} has nothing to resume (it is {state.status}).",
+            hint="Start a new run on it with run(prompt, thread_id=...).",
+            context={"status": state.status},
+        )
 
 
 class ThreadWriter:

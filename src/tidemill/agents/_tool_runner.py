@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -17,8 +17,15 @@ from tidemill.agents.journal import (
     ToolStarted,
 )
 from tidemill.agents.tracing import NullTracer, Span, Tracer
-from tidemill.errors import AgentSuspended, ThreadBusy, ToolArgumentsError, ToolSuspended
-from tidemill.tools import Tool, ToolContext, ToolRegistry, ToolReturn
+from tidemill.errors import (
+    AgentSuspended,
+    ConfigurationError,
+    ThreadBusy,
+    ToolArgumentsError,
+    ToolSuspended,
+)
+from tidemill.llm import Model
+from tidemill.tools import Tool, ToolContext, ToolLike, ToolRegistry, ToolReturn
 from tidemill.types import (
     ModelResponse,
     StreamEvent,
@@ -31,7 +38,7 @@ from tidemill.types import (
 from tidemill.types._build import validator
 from tidemill.types._text import valid_text
 
-__all__ = ["Admission", "ToolRunner"]
+__all__ = ["Admission", "ToolRunner", "tool_registry"]
 
 _log = logging.getLogger("tidemill.agents")
 
@@ -39,6 +46,22 @@ _log = logging.getLogger("tidemill.agents")
 _new_turn = validator(ModelTurn)
 _new_result = validator(ToolResult)
 _new_finished = validator(ToolFinished)
+
+
+def tool_registry(model: Model, tools: ToolRegistry | Iterable[ToolLike]) -> ToolRegistry:
+    """The registry of an agent's tools (`tools` itself when it is one), checked against `model`.
+
+    Raises:
+        ConfigurationError: When there are tools and `model` cannot call tools.
+    """
+    registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    if len(registry) and not model.supports_tools:
+        raise ConfigurationError(
+            f"The model {model.model_name!r} cannot call tools, but "
+            f"{len(registry)} tool(s) are bound.",
+            hint="Use a tool-capable model, or drop the tools.",
+        )
+    return registry
 
 
 class Admission(NamedTuple):

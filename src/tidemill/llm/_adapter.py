@@ -10,11 +10,13 @@ finished before `ResponseDone` is yielded, and pricing each answer
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, Required, TypedDict, Unpack
 
 import httpx
 from pydantic import JsonValue
@@ -28,7 +30,15 @@ from tidemill.llm.http._client import HttpClient
 from tidemill.llm.http._sse import ServerSentEvent, SSEDecoder
 from tidemill.types import ModelResponse, ReasoningDelta, ResponseDone, TextDelta, ToolCallDelta
 
-__all__ = ["HttpCall", "HttpModel", "StreamParser"]
+__all__ = [
+    "EndpointOptions",
+    "HttpCall",
+    "HttpEndpoint",
+    "HttpModel",
+    "StreamParser",
+    "UnknownOption",
+    "unknown_option",
+]
 
 Delta = TextDelta | ReasoningDelta | ToolCallDelta
 """What a stream parser yields before the final `ResponseDone`."""
@@ -65,10 +75,23 @@ class StreamParser(Protocol):
         ...
 
 
-class HttpModel(Model):
-    """A `Model` that calls a provider's HTTP API directly.
+class EndpointOptions(TypedDict, total=False):
+    """The options of `HttpEndpoint`, for subclasses that pass them through (`HttpModel`)."""
 
-    Subclasses implement `build_call`, `parse_response` and `stream_parser`.
+    provider: Required[str]
+    credentials: Required[Credentials]
+    http_client: httpx.AsyncClient | None
+    timeout: httpx.Timeout | float | None
+    retry: RetryPolicy | None
+    auth_hint: str | None
+
+
+class HttpEndpoint:
+    """What every HTTP adapter holds, chat or embedding: its ids, credentials and client.
+
+    The HTTP client (retries, deadlines, typed errors with the credentials'
+    secrets scrubbed) is made here and the price table loaded, once for
+    `HttpModel` and the embedders' `HttpEmbedder`.
 
     Args:
         model_name: The model id sent to the provider.
@@ -78,9 +101,11 @@ class HttpModel(Model):
             default one is created on first use and closed by `aclose`.
         timeout: Per-request `httpx` limits, in seconds or as an `httpx.Timeout`.
         retry: The retry policy; `RetryPolicy(max_retries=0)` disables retries.
-        settings: Defaults for every call; a request's own settings win.
         auth_hint: The hint of an `AuthenticationError`.
     """
+
+    model_name: str
+    provider: str
 
     def __init__(
         self,
@@ -91,13 +116,12 @@ class HttpModel(Model):
         http_client: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout | float | None = None,
         retry: RetryPolicy | None = None,
-        settings: ModelSettings | None = None,
         auth_hint: str | None = None,
     ) -> None:
+        self.check_model_name(model_name, provider)
         self.model_name = model_name
         self.provider = provider
         self.credentials = credentials
-        self.settings: ModelSettings = settings or ModelSettings()
         self.http = HttpClient(
             provider,
             client=http_client,
@@ -107,6 +131,37 @@ class HttpModel(Model):
             auth_hint=auth_hint,
         )
         load_prices()
+
+    def check_model_name(self, model_name: str, provider: str) -> None:
+        """Refuse a model id before anything is built; any id by default."""
+        return None
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this adapter created it; an injected one stays open."""
+        await self.http.aclose()
+
+
+class HttpModel(HttpEndpoint, Model):
+    """A `Model` that calls a provider's HTTP API directly.
+
+    Subclasses implement `build_call`, `parse_response` and `stream_parser`.
+
+    Args:
+        model_name: The model id sent to the provider.
+        settings: Defaults for every call; a request's own settings win.
+        **options: The provider, credentials, HTTP client, timeout, retry
+            policy and auth hint, as `HttpEndpoint` takes them.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        settings: ModelSettings | None = None,
+        **options: Unpack[EndpointOptions],
+    ) -> None:
+        super().__init__(model_name, **options)
+        self.settings: ModelSettings = settings or ModelSettings()
 
     @abstractmethod
     def build_call(self, request: ModelRequest, *, stream: bool) -> HttpCall:
@@ -176,10 +231,45 @@ class HttpModel(Model):
                         yield delta
         yield ResponseDone(response=self.priced(parser.finish()))
 
-    async def aclose(self) -> None:
-        """Close the HTTP client if this model created it; an injected one stays open."""
-        await self.http.aclose()
-
     def describe(self) -> dict[str, JsonValue]:
         """Describe the model: provider, model id and base URL (never the key)."""
         return {**super().describe(), "base_url": self.credentials.base_url}
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownOption:
+    """An option an adapter's constructor does not take, found by `unknown_option`."""
+
+    option: str
+    """The option given."""
+    close: list[str]
+    """The closest options it does take (at most two), for a did-you-mean."""
+    known: list[str]
+    """Every option it takes, sorted."""
+
+
+def unknown_option(
+    build: Callable[..., object], config: Mapping[str, object], *, fixed: Collection[str] = ()
+) -> UnknownOption | None:
+    """The first of `config` that is not a keyword-only parameter of `build`, if any.
+
+    Spec resolution (chat models and embedders alike) words the error;
+    `fixed` are parameters the spec itself sets, which are not options.
+
+    Examples:
+        >>> def build(model: str, *, api_key: str = "", timeout: float = 1.0) -> None: ...
+        >>> unknown_option(build, {"api_kye": "k"})
+        UnknownOption(option='api_kye', close=['api_key'], known=['api_key', 'timeout'])
+        >>> unknown_option(build, {"timeout": 2.0}) is None
+        True
+    """
+    parameters = inspect.signature(build).parameters
+    known = sorted(
+        name
+        for name, p in parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in fixed
+    )
+    for option in config:
+        if option not in known:
+            return UnknownOption(option, difflib.get_close_matches(option, known, n=2), known)
+    return None

@@ -10,7 +10,8 @@ from every message and body first.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -24,7 +25,14 @@ from tidemill.errors import (
 from tidemill.llm._json import JsonObject, get_object, get_str, loads_object
 from tidemill.llm._retry import RETRY_STATUSES
 
-__all__ = ["ErrorFacts", "ErrorReporter", "error_from_payload", "error_from_response", "redact"]
+__all__ = [
+    "ErrorFacts",
+    "ErrorReporter",
+    "error_from_payload",
+    "error_from_response",
+    "redact",
+    "retyped",
+]
 
 _BODY_LIMIT = 4000
 _DETAIL_LIMIT = 300
@@ -254,3 +262,20 @@ def _status_in(error: JsonObject) -> int | None:
 def _snippet(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _DETAIL_LIMIT else flat[: _DETAIL_LIMIT - 3] + "..."
+
+
+@contextmanager
+def retyped(translate: Callable[[ProviderError], Exception]) -> Iterator[None]:
+    """Raise `translate(error)` for a `ProviderError` raised inside, chained to it.
+
+    An adapter re-types what its vendor says that the shared mapping cannot
+    know (Google's rejected key is a 400); an error `translate` returns
+    unchanged is re-raised as it was.
+    """
+    try:
+        yield
+    except ProviderError as exc:
+        translated = translate(exc)
+        if translated is exc:
+            raise
+        raise translated from exc

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import difflib
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tidemill.errors import ConfigurationError
+from tidemill.llm._adapter import unknown_option
 from tidemill.llm._fallback import FallbackModel
 from tidemill.llm._model import Model, ModelSettings
 from tidemill.llm._scripted import ScriptedModel
@@ -334,21 +334,15 @@ def _check_options(
     build: Callable[..., Model], fixed: dict[str, Any], provider: str, config: dict[str, Any]
 ) -> None:
     """Refuse an unknown option by name, suggesting the closest ones."""
-    parameters = inspect.signature(build).parameters
-    known = sorted(
-        name
-        for name, p in parameters.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in fixed
-    )
-    for option in config:
-        if option not in known:
-            close = difflib.get_close_matches(option, known, n=2)
-            hint = f"Did you mean {' or '.join(repr(c) for c in close)}?" if close else None
-            raise ConfigurationError(
-                f"Unknown option {option!r} for the {provider!r} model.",
-                hint=hint or f"It takes: {', '.join(known)}.",
-                context={"provider": provider, "options": known},
-            )
+    unknown = unknown_option(build, config, fixed=fixed)
+    if unknown is not None:
+        close = unknown.close
+        hint = f"Did you mean {' or '.join(repr(c) for c in close)}?" if close else None
+        raise ConfigurationError(
+            f"Unknown option {unknown.option!r} for the {provider!r} model.",
+            hint=hint or f"It takes: {', '.join(unknown.known)}.",
+            context={"provider": provider, "options": unknown.known},
+        )
 
 
 def _check_provider(name: str, spec: str) -> None:

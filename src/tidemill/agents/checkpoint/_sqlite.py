@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from tidemill.agents._sqlite import SQLiteConnections
 from tidemill.agents.checkpoint._base import decode_event, encode_event
 from tidemill.agents.checkpoint._compact import checked_max_history, compaction_point, fold_snapshot
 from tidemill.agents.journal import JournalEvent, JournalRecord
-from tidemill.errors import ConfigurationError, JournalConflict, SerializationError
+from tidemill.errors import JournalConflict, SerializationError
 
 __all__ = ["SQLiteCheckpointer"]
 
@@ -108,15 +107,15 @@ class SQLiteCheckpointer:
         self.busy_timeout = busy_timeout
         self.max_history = checked_max_history(max_history)
         """The most records a thread keeps, or None for all of them."""
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._memory_lock = threading.Lock()
-        self._closed = False
-        self._shared: sqlite3.Connection | None = None
-        if self.path != ":memory:":
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self._connection()  # fail now, not on first use, when the file is unusable
+        self._db = SQLiteConnections(
+            self.path,
+            owner="SQLiteCheckpointer",
+            description=f"the journal database {self.path!r}",
+            schema=_SCHEMA,
+            busy_timeout=busy_timeout,
+            pragmas=("PRAGMA synchronous=NORMAL",),
+            open_hint="Check the path and its permissions.",
+        )
 
     async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
         """Append `events` after entry `after`, in one statement."""
@@ -132,10 +131,10 @@ class SQLiteCheckpointer:
         last = after + len(events)
         try:
             if self.max_history is None:
-                with self._statement() as db:
+                with self._db.statement() as db:
                     inserted = db.execute(_append_statement(len(rows)), params).rowcount
             else:
-                with self._transaction(write=True) as db:
+                with self._db.transaction(write=True) as db:
                     inserted = db.execute(_append_statement(len(rows)), params).rowcount
                     if inserted == len(rows):
                         self._compact(db, thread_id, last)
@@ -172,7 +171,7 @@ class SQLiteCheckpointer:
 
     async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
         """Return the records after `after`, in order."""
-        with self._statement() as db:
+        with self._db.statement() as db:
             rows = db.execute(_READ, (thread_id, after)).fetchall()
         return [
             JournalRecord(
@@ -185,91 +184,25 @@ class SQLiteCheckpointer:
 
     async def threads(self) -> list[str]:
         """Return every thread id, sorted."""
-        with self._statement() as db:
+        with self._db.statement() as db:
             return [row[0] for row in db.execute(_THREADS)]
 
     async def delete(self, thread_id: str) -> bool:
         """Remove a thread's journal."""
-        with self._statement() as db:
+        with self._db.statement() as db:
             return db.execute(_DELETE, (thread_id,)).rowcount > 0
 
     async def prune(self, *, older_than: timedelta) -> int:
         """Remove threads whose newest record is older than `older_than`."""
         limit = time.time() - older_than.total_seconds()
-        with self._transaction(write=True) as db:
+        with self._db.transaction(write=True) as db:
             old = [row[0] for row in db.execute(_OLD_THREADS, (limit,))]
             db.executemany(_DELETE, [(t,) for t in old])
         return len(old)
 
     async def aclose(self) -> None:
         """Close every connection this checkpointer opened."""
-        with self._lock:
-            self._closed = True
-            for connection in self._connections:
-                connection.close()
-            self._connections.clear()
+        self._db.close()
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({self.path!r})"
-
-    @contextmanager
-    def _transaction(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """Several statements as one transaction; `write` takes the write lock first."""
-        with self._statement() as db:
-            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-
-    @contextmanager
-    def _statement(self) -> Iterator[sqlite3.Connection]:
-        """A connection for statements that are each their own transaction."""
-        # A ":memory:" database is one connection; threads take turns on it.
-        with self._memory_lock if self.path == ":memory:" else nullcontext():
-            db = self._connection()
-            try:
-                yield db
-            except sqlite3.Error as exc:
-                raise SerializationError(
-                    f"The journal database {self.path!r} failed: {exc}",
-                    hint="Check that the file is writable and not held by a crashed process.",
-                    context={"path": self.path},
-                ) from exc
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise ConfigurationError(
-                "This SQLiteCheckpointer was closed.", hint="Create a new one."
-            )
-        if self.path == ":memory:":
-            if self._shared is None:
-                self._shared = self._open()
-            return self._shared
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._local.connection = self._open()
-        return connection
-
-    def _open(self) -> sqlite3.Connection:
-        try:
-            db = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise SerializationError(
-                f"Cannot open the journal database {self.path!r}: {exc}",
-                hint="Check the path and its permissions.",
-                context={"path": self.path},
-            ) from exc
-        with self._lock:
-            self._connections.append(db)
-        return db

@@ -19,7 +19,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from tidemill.agents._loop import RunBounds
+from tidemill.agents._loop import RUN_STOPS, RunBounds, run_stopped
 from tidemill.agents._output import OutputSpec
 from tidemill.agents.graph._saver import JournalSaver, ThreadLog
 from tidemill.agents.graph._state import GraphRun, GraphState
@@ -28,11 +28,8 @@ from tidemill.agents.tracing import Tracer
 from tidemill.errors import (
     AgentInterrupt,
     ConfigurationError,
-    GuardrailViolation,
-    LimitExceeded,
     MaxIterationsExceeded,
     OutputValidationError,
-    ToolRetriesExceeded,
 )
 from tidemill.llm import Model, ModelSettings
 from tidemill.types import (
@@ -42,7 +39,6 @@ from tidemill.types import (
     ReasoningDelta,
     ResponseDone,
     RunDone,
-    RunStopped,
     StreamEvent,
     TextDelta,
     ToolCallDelta,
@@ -62,8 +58,6 @@ _INTERRUPT = "__interrupt__"
 """Where a values chunk of LangGraph's stream carries a pause."""
 _FORWARDED = (TextDelta, ReasoningDelta, ToolCallDelta, ResponseDone, ToolCallStart, ToolCallEnd)
 """The custom stream chunks that are the agent's events; other nodes' chunks are not."""
-_STOPS = (LimitExceeded, ToolRetriesExceeded, OutputValidationError, GuardrailViolation)
-"""The errors a streamed run announces with `RunStopped` before raising them."""
 
 
 @dataclass(frozen=True)
@@ -113,13 +107,8 @@ class GraphDriver:
             async with aclosing(self._steps(run, graph_input)) as events:
                 async for event in events:
                     yield event
-        except _STOPS as stop:
-            yield RunStopped(
-                error=type(stop).__name__,
-                message=stop.message,
-                limit=stop.limit if isinstance(stop, LimitExceeded) else None,
-                response=stop.response or run.response(),
-            )
+        except RUN_STOPS as stop:
+            yield run_stopped(stop, run.response)
             raise
 
     async def _steps(

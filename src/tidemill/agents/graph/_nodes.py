@@ -31,7 +31,8 @@ from tidemill.agents._output import OutputSpec
 from tidemill.agents._tool_runner import ToolRunner
 from tidemill.agents.graph._state import GraphRun, GraphState
 from tidemill.agents.graph._view import thread_view
-from tidemill.agents.guardrails import Guardrail, guard_stream
+from tidemill.agents.guardrails import Guardrail
+from tidemill.agents.guardrails._screen import screen_response, screened_stream
 from tidemill.agents.journal import (
     ApprovalRequested,
     Correction,
@@ -57,9 +58,7 @@ from tidemill.llm import Model, ModelRequest, OutputFormat
 from tidemill.types import (
     Message,
     ModelResponse,
-    ResponseDone,
     StreamEvent,
-    TextDelta,
     ToolCall,
     ToolResult,
 )
@@ -196,36 +195,17 @@ class AgentNodes:
             GuardrailViolation: The guardrail blocks the answer; nothing of it was journaled.
         """
         if not run.streaming:
-            return self._screen(await self.model.request(request))
+            return screen_response(self.guardrail, await self.model.request(request))
         emit = get_stream_writer()
-        guard = guard_stream(self.guardrail) if self.guardrail is not None else None
         response: ModelResponse | None = None
-        async with aclosing(self.model.stream(request)) as chunks:
+        async with aclosing(screened_stream(self.model, request, self.guardrail)) as chunks:
             async for chunk in chunks:
                 if chunk.type == "response":
-                    if guard is not None and (tail := guard.flush()):
-                        emit(TextDelta(delta=tail))
-                    response = self._screen(chunk.response)
-                    emit(ResponseDone(response=response))
-                elif chunk.type == "text" and guard is not None:
-                    if released := guard.feed(chunk.delta):
-                        emit(TextDelta(delta=released))
-                else:
-                    emit(chunk)
+                    response = chunk.response
+                emit(chunk)
         if response is None:
             raise AgentError("The model's stream ended without its final response.")
         return response
-
-    def _screen(self, response: ModelResponse) -> ModelResponse:
-        """The answer as the output guardrail lets it through: unchanged or redacted."""
-        if self.guardrail is None or not response.message.content:
-            return response
-        checked = self.guardrail.check_output(response.message.content)
-        checked.raise_if_blocked()
-        if checked.action != "redact" or checked.text is None:
-            return response
-        message = response.message.model_copy(update={"content": checked.text})
-        return response.model_copy(update={"message": message})
 
     async def _fit(self, request: ModelRequest, run: GraphRun) -> ModelRequest:
         """The call made to fit the token limits, as the built-in loop does (`fit`).

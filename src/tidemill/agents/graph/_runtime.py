@@ -1,7 +1,7 @@
 """`GraphRuntime`: the same agent, run as a LangGraph graph you can edit.
 
 The runtime is thin: it checks the run's input with the guardrail, journals
-it (and the memory's summary) and the approvers' decisions, then hands the
+it (and what the memory summarised or recalled) and the approvers' decisions, then hands the
 thread to a `GraphDriver` (`_drive`), which runs the compiled graph
 (`_nodes`) and turns how it stopped into Tidemill's outcomes. LangGraph's
 checkpoints go to the same journal through `JournalSaver`.
@@ -19,39 +19,37 @@ from langgraph.types import Command, StateSnapshot
 from pydantic import JsonValue
 
 from tidemill._sync import LoopThread
-from tidemill.agents._decisions import decision_events, decisions_from_flags
+from tidemill.agents._decisions import check_flags, decision_events, decisions_from_flags
 from tidemill.agents._delegation import (
     ROUTING_PROMPT,
     AgentTool,
     Delegation,
-    Worker,
-    broadcast,
+    delegate_broadcast,
+    delegate_pipeline,
     first_line,
-    pipeline,
-    roster,
+    with_roster,
 )
 from tidemill.agents._facade import AgentFacade, Closeable, Prompt, prompt_messages
 from tidemill.agents._limits import UsageLimits
-from tidemill.agents._loop import RunBounds
+from tidemill.agents._loop import RunBounds, check_loop_options
 from tidemill.agents._output import OutputSpec
-from tidemill.agents._tool_runner import ToolRunner
+from tidemill.agents._thread import check_resumable, check_startable
+from tidemill.agents._tool_runner import ToolRunner, tool_registry
 from tidemill.agents.checkpoint import Checkpointer, MemoryCheckpointer, fork_thread
 from tidemill.agents.graph._drive import CompiledAgentGraph, GraphDriver, GraphInput
 from tidemill.agents.graph._nodes import AgentNodes, agent_graph
 from tidemill.agents.graph._saver import JournalSaver, ThreadLog
 from tidemill.agents.graph._state import GraphRun, GraphState
 from tidemill.agents.guardrails import Guardrail
+from tidemill.agents.guardrails._screen import screen_input
 from tidemill.agents.journal import (
     JournalRecord,
     ThreadState,
     UserInput,
 )
-from tidemill.agents.memory import BufferMemory, Memory
+from tidemill.agents.memory import BufferMemory, Memory, memory_events
 from tidemill.agents.tracing import NullTracer, Tracer
 from tidemill.errors import (
-    ApprovalError,
-    ConfigurationError,
-    InvalidOption,
     ThreadBusy,
 )
 from tidemill.llm import Model, ModelSettings
@@ -153,20 +151,13 @@ class GraphRuntime(AgentFacade):
         description: str | None = None,
         owned: Sequence[Closeable] = (),
     ) -> None:
-        if max_iterations < 1:
-            raise InvalidOption(f"max_iterations must be at least 1, not {max_iterations}.")
-        if tool_call_retries < 0:
-            raise InvalidOption(f"tool_call_retries must not be negative, not {tool_call_retries}.")
-        if max_parallel < 1:
-            raise InvalidOption(f"max_parallel must be at least 1, not {max_parallel}.")
+        check_loop_options(
+            max_iterations=max_iterations,
+            tool_call_retries=tool_call_retries,
+            max_parallel=max_parallel,
+        )
         self.model = model
-        self.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-        if len(self.tools) and not model.supports_tools:
-            raise ConfigurationError(
-                f"The model {model.model_name!r} cannot call tools, but "
-                f"{len(self.tools)} tool(s) are bound.",
-                hint="Use a tool-capable model, or drop the tools.",
-            )
+        self.tools = tool_registry(model, tools)
         self.system_prompt = system_prompt
         self.description = description or first_line(system_prompt)
         self.name = name
@@ -346,41 +337,13 @@ class GraphRuntime(AgentFacade):
                 is in flight and `retry_in_flight` is False.
             AgentInterrupt: Calls still wait for a decision.
         """
-        if decisions is not None and approved is not None:
-            raise ApprovalError(
-                "Pass decisions= or approved=, not both.",
-                hint="decisions= decides calls one by one; approved= decides them all.",
-            )
+        check_flags(decisions, approved)
         bounds = self._bounds(max_iterations, limits)
         log, chosen = await self._decide(
             thread_id, decisions, approved, feedback=feedback, edited_arguments=edited_arguments
         )
         state = log.state
-        if chosen:
-            in_flight = [state.open_calls[c] for c in state.attempts if c in state.open_calls]
-            if in_flight and not retry_in_flight:
-                raise ThreadBusy(
-                    "The decisions were recorded; "
-                    + ", ".join(f"{c.name} ({c.id})" for c in in_flight)
-                    + " is still running in another process, which will carry the run on.",
-                    hint="Wait for that process; if it died, resume(thread_id, "
-                    "retry_in_flight=True) runs the unfinished call again.",
-                    context={"thread_id": thread_id, "calls": [c.id for c in in_flight]},
-                )
-        elif state.status == "paused":
-            raise ApprovalError(
-                f"Thread {thread_id!r} is waiting for decisions on "
-                + ", ".join(f"{c.name} ({cid})" for cid, c in state.pending.items())
-                + ".",
-                hint="Pass decisions={call_id: Decision.approve()} or approved=True.",
-                context={"pending": list(state.pending)},
-            )
-        elif state.status != "running":
-            raise ApprovalError(
-                f"Thread {thread_id!r} has nothing to resume (it is {state.status}).",
-                hint="Start a new run on it with run(prompt, thread_id=...).",
-                context={"status": state.status},
-            )
+        check_resumable(state, thread_id, decided=bool(chosen), retry_in_flight=retry_in_flight)
         log.writer.retry_in_flight = retry_in_flight
         log.writer.deps = deps
         # Keyed by "decisions", never by interrupt ids: one value for the one pause.
@@ -429,13 +392,7 @@ class GraphRuntime(AgentFacade):
         Raises:
             ConfigurationError: When the agent has no specialists.
         """
-        return await broadcast(
-            self._workers(),
-            task,
-            max_concurrency=self.delegation.max_concurrency,
-            limits=self.delegation.child_limits,
-            deps=deps,
-        )
+        return await delegate_broadcast(self.specialists, self.delegation, task, deps=deps)
 
     def broadcast(self, task: str, *, deps: object = None) -> dict[str, AgentResponse]:
         """Blocking `abroadcast`."""
@@ -450,28 +407,15 @@ class GraphRuntime(AgentFacade):
             ConfigurationError: When the agent has no specialists or `order`
                 names an unknown one.
         """
-        return await pipeline(
-            self._workers(), task, order, limits=self.delegation.child_limits, deps=deps
-        )
+        return await delegate_pipeline(self.specialists, self.delegation, task, order, deps=deps)
 
     def pipeline(self, task: str, order: Sequence[str], *, deps: object = None) -> AgentResponse:
         """Blocking `apipeline`."""
         return self._sync.run(self.apipeline(task, order, deps=deps))
 
-    def _workers(self) -> dict[str, Worker]:
-        if not self.specialists:
-            raise ConfigurationError(
-                "This agent has no specialists.",
-                hint="Add them with .agent('name', worker, 'what it is good at').",
-            )
-        return {name: tool.worker for name, tool in self.specialists.items()}
-
     def _instructions(self) -> str | None:
         """The system prompt each model call gets: the agent's own, then the roster."""
-        if not self.specialists:
-            return self.system_prompt
-        parts = (self.system_prompt, roster(list(self.specialists.values()), self.routing_prompt))
-        return "\n\n".join(p for p in parts if p)
+        return with_roster(self.system_prompt, self.specialists, self.routing_prompt)
 
     # -- inspection -------------------------------------------------------------------
 
@@ -541,30 +485,16 @@ class GraphRuntime(AgentFacade):
     # -- the run ----------------------------------------------------------------------
 
     async def _begin(self, prompt: Prompt, thread_id: str | None) -> tuple[ThreadLog, GraphState]:
-        messages = prompt_messages(prompt)
-        if self.guardrail is not None:
-            # Checked before anything is journaled: a blocked input stores nothing.
-            checked = self.guardrail.check_input(messages)
-            checked.raise_if_blocked()
-            messages = tuple(checked.messages or messages)
+        # Checked before anything is journaled: a blocked input stores nothing.
+        messages = screen_input(self.guardrail, prompt_messages(prompt))
         log = await self.saver.open(thread_id or "thread_" + secrets.token_hex(12))
         state = log.state
-        if state.status == "paused":
-            raise ApprovalError(
-                f"Thread {state.thread_id!r} is waiting for approval.",
-                hint="Decide the pending calls with resume() before starting a new run.",
-                context={"pending": list(state.pending)},
-            )
-        if state.status == "running":
-            raise ThreadBusy(
-                f"Thread {state.thread_id!r} has an unfinished run.",
-                hint="Continue it with resume(thread_id), or use another thread.",
-            )
+        check_startable(state)
         await log.append(UserInput(messages=messages, run_id="run_" + secrets.token_hex(8)))
-        # As the built-in loop does when a run starts: the memory may condense older turns.
-        summary = await self.memory.compact(log.state, self.model)
-        if summary is not None:
-            await log.append(summary)
+        # As the built-in loop does when a run starts: the memory may condense or recall.
+        events = memory_events(await self.memory.compact(log.state, self.model))
+        if events:
+            await log.append(*events)
         return log, GraphState(messages=list(messages))
 
     def _bounds(self, max_iterations: int | None, limits: UsageLimits | None) -> RunBounds:

@@ -27,9 +27,11 @@ __all__ = [
     "GraphWrite",
     "GraphWrites",
     "JournalEvent",
+    "MemoryRecalled",
     "MemorySummarized",
     "ModelTurn",
     "OutputRejected",
+    "RecalledUnit",
     "RunFailed",
     "RunFinished",
     "ThreadSnapshot",
@@ -39,12 +41,14 @@ __all__ = [
     "UserInput",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The journal format this version writes; it reads every format up to this one.
 
-Format 3 adds `ThreadSnapshot` records (a compacted or forked thread's
-start). Format 2 records the calls a model turn starts with the turn itself
-(`ModelTurn.started`); format 1 wrote a `ToolStarted` entry for each.
+Format 4 adds `MemoryRecalled` records (what a vector memory recalled for a
+run, and what embedding cost). Format 3 adds `ThreadSnapshot` records (a
+compacted or forked thread's start). Format 2 records the calls a model turn
+starts with the turn itself (`ModelTurn.started`); format 1 wrote a
+`ToolStarted` entry for each.
 """
 
 
@@ -173,6 +177,35 @@ class MemorySummarized(_Event):
     """What writing the summary cost."""
 
 
+class RecalledUnit(BaseModel):
+    """One recalled part of the thread: messages `start` to `end` (exclusive), as text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    start: int
+    """Index in `ThreadState.messages` of the unit's first message."""
+    end: int
+    """Index in `ThreadState.messages` just after the unit's last message."""
+    text: str
+    """The messages as transcript lines, as the model is shown them."""
+
+
+class MemoryRecalled(_Event):
+    """Earlier messages of the thread were recalled by meaning for the run that just started.
+
+    Journaled by a vector memory (or a composite one) when the run starts, so
+    every model call of the run, in this process or in one that resumes it,
+    is shown the same messages, and what embedding cost counts in the run's usage.
+    """
+
+    kind: Literal["memory_recalled"] = "memory_recalled"
+    """The event's tag in `JournalEvent`: always `"memory_recalled"`."""
+    units: tuple[RecalledUnit, ...] = ()
+    """The recalled units, oldest first; empty when nothing was close enough."""
+    usage: Usage = Field(default_factory=Usage)
+    """What embedding the thread's new messages and the request cost."""
+
+
 class RunFinished(_Event):
     """The model answered without tool calls; the run is over."""
 
@@ -297,6 +330,8 @@ class ThreadSnapshot(_Event):
     """See `ThreadState.summary`."""
     summary_upto: int = 0
     """See `ThreadState.summary_upto`."""
+    recalled: tuple[RecalledUnit, ...] = ()
+    """See `ThreadState.recalled`."""
     output: JsonValue = None
     """See `ThreadState.output`."""
     error: str | None = None
@@ -327,6 +362,7 @@ JournalEvent = Annotated[
     | ApprovalDecided
     | OutputRejected
     | MemorySummarized
+    | MemoryRecalled
     | RunFinished
     | RunFailed
     | GraphCheckpoint

@@ -10,6 +10,7 @@ from pydantic import JsonValue
 from tidemill.agents.journal._events import (
     ApprovalDecided,
     JournalEvent,
+    RecalledUnit,
     ThreadSnapshot,
     ThreadStatus,
     UserInput,
@@ -125,6 +126,8 @@ class ThreadState:
     """The latest summary of older messages, when a summarising memory wrote one."""
     summary_upto: int = 0
     """`messages[:summary_upto]` are covered by `summary`."""
+    recalled: tuple[RecalledUnit, ...] = ()
+    """Earlier messages recalled by meaning for the current run (`MemoryRecalled`), oldest first."""
     output: JsonValue = None
     """The current or last run's answer once it finished, as journaled (JSON)."""
     error: str | None = None
@@ -172,6 +175,9 @@ class ThreadState:
                     usage=event.usage,
                 )
             )
+            self._spent.add(event.usage)
+        elif event.kind == "memory_recalled":
+            self.recalled = event.units
             self._spent.add(event.usage)
         elif event.kind == "approval_requested":
             self.status = "paused"
@@ -239,6 +245,7 @@ class ThreadState:
                 "attempts": dict(self.attempts),
                 "summary": self.summary,
                 "summary_upto": self.summary_upto,
+                "recalled": self.recalled,
                 "output": self.output,
                 "error": self.error,
                 "last_error": self.last_error,
@@ -268,6 +275,7 @@ class ThreadState:
         self.approved = {call.id: call for call in event.approved}
         self.attempts = dict(event.attempts)
         self.summary, self.summary_upto = event.summary, event.summary_upto
+        self.recalled = event.recalled
         self.output, self.error, self.last_error = event.output, event.error, event.last_error
         self._step_of = {
             call_id: self.steps[index]
@@ -285,6 +293,7 @@ class ThreadState:
         self.steps, self._spent = [], _Tally()
         self.iterations = self.corrections = self.tool_calls = self.output_retries = 0
         self.output = self.error = self.last_error = None
+        self.recalled = ()
         self._step_of.clear()
         self._failed_steps.clear()
 

@@ -16,7 +16,7 @@ similarity, the in-memory store), `_vector_sqlite` and `_vector_postgres`
 `_resolve` (names to memories).
 """
 
-from tidemill.agents.memory._base import Memory, MemoryView, start_of_turn
+from tidemill.agents.memory._base import Memory, MemoryView, memory_events, start_of_turn
 from tidemill.agents.memory._composite import CompositeMemory
 from tidemill.agents.memory._resolve import resolve_memory
 from tidemill.agents.memory._store_for import store_for
@@ -42,6 +42,7 @@ __all__ = [
     "VectorMemory",
     "VectorStore",
     "WindowMemory",
+    "memory_events",
     "resolve_memory",
     "start_of_turn",
     "store_for",

@@ -7,12 +7,13 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from pydantic import JsonValue
 
-from tidemill.agents.journal import MemorySummarized, ThreadState
+from tidemill.agents.journal import MemoryRecalled, MemorySummarized, ThreadState
+from tidemill.errors import ConfigurationError
 from tidemill.llm import Model
 from tidemill.types import Message
 from tidemill.types._messages import USER
 
-__all__ = ["Memory", "MemoryView", "start_of_turn"]
+__all__ = ["Memory", "MemoryView", "memory_events", "start_of_turn"]
 
 
 class MemoryView(NamedTuple):
@@ -34,21 +35,50 @@ class Memory(Protocol):
 
     The journal always keeps the whole thread; memory only decides what is
     sent. `view` runs before every model call, so it must be cheap; `compact`
-    runs once when a run starts and may condense older turns into a journal
-    event (a summary), which `view` then uses.
+    runs once when a run starts and returns what to journal: a summary of
+    older turns (`MemorySummarized`), the earlier messages recalled for the
+    run (`MemoryRecalled`), a sequence of such events, or None. The runtime
+    appends them in one write and folds them into the `ThreadState` that
+    `view` reads, so a run resumed by another process sees what this one chose.
     """
 
     def view(self, state: ThreadState) -> MemoryView:
         """The messages (and extra context) for the next model call."""
         ...
 
-    async def compact(self, state: ThreadState, model: Model) -> MemorySummarized | None:
-        """Condense older turns when a run starts; None when there is nothing to do."""
+    async def compact(
+        self, state: ThreadState, model: Model
+    ) -> MemorySummarized | MemoryRecalled | Sequence[MemorySummarized | MemoryRecalled] | None:
+        """What to journal when a run starts, in order; None when there is nothing to do."""
         ...
 
     def describe(self) -> dict[str, JsonValue]:
         """A JSON-safe description."""
         ...
+
+
+def memory_events(compacted: object) -> tuple[MemorySummarized | MemoryRecalled, ...]:
+    """What `Memory.compact` returned, as the events to append, in order.
+
+    Raises:
+        ConfigurationError: When it returned something other than memory events or None.
+
+    Examples:
+        >>> memory_events(None), memory_events(MemorySummarized(summary="s", upto=2))[0].upto
+        ((), 2)
+    """
+    if compacted is None:
+        return ()
+    if isinstance(compacted, MemorySummarized | MemoryRecalled):
+        return (compacted,)
+    if isinstance(compacted, Sequence) and not isinstance(compacted, str):
+        events = tuple(compacted)
+        if all(isinstance(e, MemorySummarized | MemoryRecalled) for e in events):
+            return events
+    raise ConfigurationError(
+        f"A memory's compact() returned {type(compacted).__name__}, not memory events.",
+        hint="Return a MemorySummarized, a MemoryRecalled, a sequence of them, or None.",
+    )
 
 
 def start_of_turn(messages: Sequence[Message], index: int, floor: int = 0) -> int:

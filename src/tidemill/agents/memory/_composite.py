@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
-from tidemill.agents.journal import MemorySummarized, ThreadState
+from tidemill.agents.journal import MemoryRecalled, MemorySummarized, ThreadState
 from tidemill.agents.memory._base import MemoryView, start_of_turn
 from tidemill.agents.memory._summary import SummaryMemory
 from tidemill.agents.memory._vector import VectorMemory
@@ -29,7 +29,9 @@ class CompositeMemory:
       starts, as `VectorMemory` does, so nothing is sent twice.
 
     The summary and the recalled messages go into the system prompt, in that
-    order; the window follows as the conversation.
+    order; the window follows as the conversation. Both are journaled when
+    the run starts (`MemoryRecalled`, then `MemorySummarized`, in one write),
+    so a run resumed elsewhere sees the same, and both count in its usage.
 
     Args:
         window: Recent messages sent verbatim.
@@ -93,13 +95,20 @@ class CompositeMemory:
                 parts.append(recalled)
         return MemoryView(state.messages[start:], "\n\n".join(parts) or None)
 
-    async def compact(self, state: ThreadState, model: Model) -> MemorySummarized | None:
-        """Choose what to recall from before the window, then let the summary condense."""
+    async def compact(
+        self, state: ThreadState, model: Model
+    ) -> tuple[MemoryRecalled | MemorySummarized, ...] | None:
+        """Recall from before the window, then let the summary condense: the events to journal."""
+        events: list[MemoryRecalled | MemorySummarized] = []
         if self.vector is not None:
-            await self.vector.prepare(state, before=self._window_start(state))
+            recalled = await self.vector.recall(state, before=self._window_start(state))
+            if recalled is not None:
+                events.append(recalled)
         if self.summary is not None:
-            return await self.summary.compact(state, model)
-        return None
+            summarized = await self.summary.compact(state, model)
+            if summarized is not None:
+                events.append(summarized)
+        return tuple(events) or None
 
     async def aclose(self) -> None:
         """Close what the recall part opened."""

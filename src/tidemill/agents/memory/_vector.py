@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from pydantic import JsonValue
 
-from tidemill.agents.journal import MemorySummarized, ThreadState
+from tidemill.agents.journal import MemoryRecalled, RecalledUnit, ThreadState
 from tidemill.agents.memory._base import MemoryView
 from tidemill.agents.memory._store_for import store_for
 from tidemill.agents.memory._transcript import Unit, units_of
@@ -28,9 +26,6 @@ RECALL_HEADING = (
 )
 """The line that opens the recalled messages in the system prompt."""
 
-_REMEMBERED_RUNS = 1024
-"""Runs whose recall is kept in the process; older ones are forgotten."""
-
 
 class VectorMemory:
     """Recall by meaning: the current run, plus the `k` earlier messages most like the request.
@@ -38,11 +33,13 @@ class VectorMemory:
     When a run starts, every message of the thread not embedded yet is
     embedded (once: its vector is stored, keyed by its position and
     fingerprinted by its text) and the latest user message is compared with
-    the earlier ones. Each model call of the run then gets the `k` most
-    similar earlier units, oldest first, in the system prompt, followed by
-    the run's own messages. A unit is a message, or an assistant's tool
-    calls together with their results, so a call is never recalled without
-    what it returned.
+    the earlier ones. The `k` most similar earlier units are journaled
+    (`MemoryRecalled`, with what embedding cost, which counts in the run's
+    usage and limits), and each model call of the run, in this process or in
+    one that resumes it, gets them, oldest first, in the system prompt,
+    followed by the run's own messages. A unit is a message, or an
+    assistant's tool calls together with their results, so a call is never
+    recalled without what it returned.
 
     Vectors are kept in `store`: by default next to the journals of the
     checkpointer the memory is bound to (`bound`), in memory otherwise.
@@ -91,9 +88,7 @@ class VectorMemory:
         self.store: VectorStore = store_for(store)
         self._owns_store = not isinstance(store, VectorStore)
         self.usage = Usage()
-        """What embedding has cost so far, in this process."""
-        self._recalls: OrderedDict[tuple[str, str | None], tuple[Unit, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+        """What embedding has cost so far, in this process (each run's share is journaled)."""
 
     def bound(self, checkpointer: object) -> VectorMemory:
         """This memory with its vectors in `checkpointer`'s database, unless a store was given.
@@ -112,60 +107,65 @@ class VectorMemory:
         """The run's messages, with the recalled ones as context."""
         return MemoryView(state.messages[state.run_start :], self.recall_context(state))
 
-    async def compact(self, state: ThreadState, model: Model) -> MemorySummarized | None:
-        """Embed what is new and choose what to recall from before the run; nothing to journal."""
-        await self.prepare(state, before=state.run_start)
-        return None
+    async def compact(self, state: ThreadState, model: Model) -> MemoryRecalled | None:
+        """Embed what is new and recall from before the run, as an event to journal."""
+        return await self.recall(state, before=state.run_start)
 
-    async def prepare(self, state: ThreadState, *, before: int) -> None:
+    async def recall(self, state: ThreadState, *, before: int) -> MemoryRecalled | None:
         """Embed the thread's new units; recall for this run from the units that end by `before`.
+
+        Returns:
+            The recalled units and what embedding cost, or None when nothing
+            was embedded and nothing recalled.
 
         Raises:
             ProviderError: When the embedding model fails; the run does not start.
         """
         units = units_of(state.messages)
         if not units:
-            return
+            return None
         model = self.embedder.model_name
         known = await self.store.digests(state.thread_id, model)
         fresh = [u for u in units if known.get(u.start) != u.digest]
         vectors: dict[int, Vector] = {}
+        spent = Usage()
         if fresh:
             found = await self.embedder.aembed([u.text for u in fresh])
+            spent += found.usage
             self.usage += found.usage
             vectors = {u.start: v for u, v in zip(fresh, found.vectors, strict=True)}
             stored = [StoredUnit(u.start, u.end, u.digest, vectors[u.start]) for u in fresh]
             await self.store.add(state.thread_id, model, stored)
             _log.debug("embedded %d unit(s) of thread %s", len(fresh), state.thread_id)
+        chosen: list[Unit] = []
         query = _query_unit(units, state.last_user)
-        if query is None or before <= 0:
-            self._remember(state, ())
-            return
-        vector = vectors.get(query.start)
-        if vector is None:
-            again = await self.embedder.aembed([query.text])
-            self.usage += again.usage
-            vector = again.vectors[0]
-        matches = await self.store.nearest(state.thread_id, model, vector, before=before, k=self.k)
-        by_start = {u.start: u for u in units}
-        chosen = sorted(
-            (
-                by_start[m.start]
-                for m in matches
-                if m.score >= self.min_score and m.start in by_start
-            ),
-            key=lambda u: u.start,
-        )
-        self._remember(state, tuple(chosen))
-
-    def recalled(self, state: ThreadState) -> tuple[Unit, ...]:
-        """The units recalled for the thread's current run (none before `prepare`)."""
-        with self._lock:
-            return self._recalls.get((state.thread_id, state.run_id), ())
+        if query is not None and before > 0:
+            vector = vectors.get(query.start)
+            if vector is None:
+                again = await self.embedder.aembed([query.text])
+                spent += again.usage
+                self.usage += again.usage
+                vector = again.vectors[0]
+            matches = await self.store.nearest(
+                state.thread_id, model, vector, before=before, k=self.k
+            )
+            by_start = {u.start: u for u in units}
+            chosen = sorted(
+                (
+                    by_start[m.start]
+                    for m in matches
+                    if m.score >= self.min_score and m.start in by_start
+                ),
+                key=lambda u: u.start,
+            )
+        if not chosen and spent == Usage():
+            return None
+        recalled = tuple(RecalledUnit(start=u.start, end=u.end, text=u.text) for u in chosen)
+        return MemoryRecalled(units=recalled, usage=spent)
 
     def recall_context(self, state: ThreadState) -> str | None:
-        """The recalled units as system-prompt text, or None when nothing was recalled."""
-        units = self.recalled(state)
+        """The units recalled for the current run as system-prompt text, or None for none."""
+        units = state.recalled
         if not units:
             return None
         return "\n".join([RECALL_HEADING, *(u.text for u in units)])
@@ -180,14 +180,6 @@ class VectorMemory:
     def describe(self) -> dict[str, JsonValue]:
         """Describe the memory."""
         return {"kind": "vector", "embedder": self.embedder.describe(), "k": self.k}
-
-    def _remember(self, state: ThreadState, units: Sequence[Unit]) -> None:
-        with self._lock:
-            key = (state.thread_id, state.run_id)
-            self._recalls[key] = tuple(units)
-            self._recalls.move_to_end(key)
-            while len(self._recalls) > _REMEMBERED_RUNS:
-                self._recalls.popitem(last=False)
 
 
 def _query_unit(units: Sequence[Unit], last_user: int) -> Unit | None:

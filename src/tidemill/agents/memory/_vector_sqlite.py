@@ -8,15 +8,13 @@ units (measured on one core), once per run, never per model call.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from array import array
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
+from tidemill.agents._sqlite import SQLiteConnections
 from tidemill.agents.memory._vector_store import Match, StoredUnit, top_k
-from tidemill.errors import ConfigurationError, SerializationError
+from tidemill.errors import ConfigurationError
 from tidemill.llm.embeddings import Vector
 
 __all__ = ["SQLiteVectorStore"]
@@ -77,16 +75,18 @@ class SQLiteVectorStore:
                 hint="Use InMemoryVectorStore() for vectors kept in the process.",
             )
         self.busy_timeout = busy_timeout
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._closed = False
-        Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self._connection()  # fail now, not on first use, when the file is unusable
+        self._db = SQLiteConnections(
+            self.path,
+            owner="SQLiteVectorStore",
+            description=f"the memory vector table in {self.path!r}",
+            schema=_SCHEMA,
+            busy_timeout=busy_timeout,
+            open_hint="Check the path, its permissions, and that it is a SQLite database.",
+        )
 
     async def digests(self, thread_id: str, model: str) -> dict[int, str]:
         """The stored fingerprints, by `start`."""
-        with self._statement() as db:
+        with self._db.statement() as db:
             return dict(db.execute(_DIGESTS, (thread_id, model)).fetchall())
 
     async def add(self, thread_id: str, model: str, units: Sequence[StoredUnit]) -> None:
@@ -95,75 +95,25 @@ class SQLiteVectorStore:
             (thread_id, model, u.start, u.end, u.digest, array("f", u.vector).tobytes())
             for u in units
         ]
-        with self._statement() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.executemany(_UPSERT, rows)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        with self._db.transaction(write=True) as db:
+            db.executemany(_UPSERT, rows)
 
     async def nearest(
         self, thread_id: str, model: str, query: Vector, *, before: int, k: int
     ) -> list[Match]:
         """The `k` most similar units that end by `before`, compared in Python."""
-        with self._statement() as db:
+        with self._db.statement() as db:
             rows = db.execute(_CANDIDATES, (thread_id, model, before)).fetchall()
         return top_k(query, ((start, stop, array("f", blob)) for start, stop, blob in rows), k)
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's vectors."""
-        with self._statement() as db:
+        with self._db.statement() as db:
             db.execute(_DELETE, (thread_id,))
 
     async def aclose(self) -> None:
         """Close every connection this store opened."""
-        with self._lock:
-            self._closed = True
-            for connection in self._connections:
-                connection.close()
-            self._connections.clear()
+        self._db.close()
 
     def __repr__(self) -> str:
         return f"SQLiteVectorStore({self.path!r})"
-
-    @contextmanager
-    def _statement(self) -> Iterator[sqlite3.Connection]:
-        db = self._connection()
-        try:
-            yield db
-        except sqlite3.Error as exc:
-            raise SerializationError(
-                f"The memory vector table in {self.path!r} failed: {exc}",
-                hint="Check that the file is writable and not held by a crashed process.",
-                context={"path": self.path},
-            ) from exc
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise ConfigurationError("This SQLiteVectorStore was closed.", hint="Create a new one.")
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._local.connection = self._open()
-        return connection
-
-    def _open(self) -> sqlite3.Connection:
-        try:
-            db = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise SerializationError(
-                f"Cannot open the memory vector table in {self.path!r}: {exc}",
-                hint="Check the path, its permissions, and that it is a SQLite database.",
-                context={"path": self.path},
-            ) from exc
-        with self._lock:
-            self._connections.append(db)
-        return db

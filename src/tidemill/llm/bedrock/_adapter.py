@@ -3,9 +3,8 @@
 `POST {endpoint}/model/{modelId}/converse` answers with JSON and
 `.../converse-stream` with an AWS event stream (decoded by
 `tidemill.llm.http._eventstream`), parsed by `_stream`. Requests are
-SigV4-signed here (with `tidemill.llm.http._sigv4`) with keys found by
-`_aws`, or carry a Bedrock API key as a bearer token; no AWS SDK is involved
-in the call itself.
+SigV4-signed with the keys `_aws` finds (`BedrockAccess.sign`), or carry a
+Bedrock API key as a bearer token; no AWS SDK is involved in the call itself.
 
 The model id may be a foundation model (`anthropic.claude-sonnet-4-5-20250929-v1:0`),
 a cross-region inference profile (`us.anthropic...`, `global.anthropic...`) or
@@ -19,7 +18,6 @@ import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Literal, cast
-from urllib.parse import quote
 
 import httpx
 from pydantic import JsonValue
@@ -27,17 +25,18 @@ from pydantic import JsonValue
 from tidemill.errors import ConfigurationError, ContextWindowExceeded, ProviderError
 from tidemill.llm._adapter import HttpCall, HttpModel
 from tidemill.llm._credentials import Credentials
-from tidemill.llm._failures import ErrorReporter
+from tidemill.llm._failures import ErrorReporter, retyped
 from tidemill.llm._forced_output import forced_text, forced_text_stream, output_tool
-from tidemill.llm._json import JsonObject, dumps
+from tidemill.llm._json import JsonObject
 from tidemill.llm._model import ModelRequest, ModelSettings, ModelStreamEvent
 from tidemill.llm._options import Body, RequestFields
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._tool_choice import plan_tool_choice
 from tidemill.llm.bedrock._aws import (
     AWS_AUTH_HINT,
+    SIGNING_NAME,
     BearerToken,
-    BotocoreKeys,
+    key_secrets,
     resolve_bedrock_access,
 )
 from tidemill.llm.bedrock._fields import bedrock_fields, takes_tool_choice
@@ -56,7 +55,7 @@ from tidemill.llm.bedrock._wire import (
     ImageFormat,
 )
 from tidemill.llm.http._eventstream import EventStreamDecoder
-from tidemill.llm.http._sigv4 import AwsKeys, sign_v4
+from tidemill.llm.http._sigv4 import AwsKeys
 from tidemill.types import (
     ImageRef,
     Message,
@@ -74,9 +73,6 @@ __all__ = [
     "build_converse_request",
     "takes_tool_choice",
 ]
-
-SIGNING_NAME = "bedrock"
-"""The SigV4 service name of `bedrock-runtime`."""
 
 EMPTY_TOOL_RESULT = "(empty)"
 """What an empty tool result is sent as: Bedrock refuses a blank text block."""
@@ -215,46 +211,22 @@ class BedrockModel(HttpModel):
             fields=self.request_fields,
         )
         operation = "converse-stream" if stream else "converse"
-        url = f"{self.credentials.base_url}/model/{quote(self.model_name, safe='')}/{operation}"
-        headers = {
-            "content-type": "application/json",
-            "accept": EVENT_STREAM if stream else "application/json",
-        }
-        if isinstance(self.access.auth, BearerToken):
-            headers["authorization"] = f"Bearer {self.access.auth.token}"
-        return HttpCall(url, {**headers, **self.credentials.headers}, body)
+        url = self.access.model_url(self.model_name, operation)
+        headers = self.access.headers(EVENT_STREAM if stream else "application/json")
+        return HttpCall(url, headers, body)
 
     async def signed(self, call: HttpCall) -> HttpCall:
-        """Return `call` with its SigV4 headers (unchanged when a bearer token authorises it).
-
-        The signature covers the host, the date, the session token and the
-        exact JSON bytes the HTTP client sends (`tidemill.llm._json.dumps`).
-        Keys from botocore's chain are looked up on the first call, off the
-        event loop (see `BotocoreKeys`).
+        """Return `call` with its SigV4 headers; see `BedrockAccess.sign`.
 
         Raises:
             ConfigurationError: `MissingCredentialsError` when botocore's chain
                 finds no keys (remembered for a while: see `BotocoreKeys`).
         """
-        auth = self.access.auth
-        if isinstance(auth, BearerToken):
-            return call
-        keys: AwsKeys
-        if isinstance(auth, BotocoreKeys):
-            keys = await auth.akeys()
-            if keys.secret_access_key not in self._errors.secrets:  # new keys: scrub them
-                self._scrub(keys)
-        else:
-            keys = auth.current()
-        signature = sign_v4(
-            "POST",
-            call.url,
-            body=dumps(call.body).encode("utf-8"),
-            keys=keys,
-            region=self.region,
-            service=SIGNING_NAME,
-        )
-        return HttpCall(call.url, {**call.headers, **signature}, call.body)
+        return await self.access.sign(call, found=self._found)
+
+    def _found(self, keys: AwsKeys) -> None:
+        if keys.secret_access_key not in self._errors.secrets:  # new keys: scrub them
+            self._scrub(keys)
 
     @property
     def request_fields(self) -> RequestFields:
@@ -263,7 +235,7 @@ class BedrockModel(HttpModel):
 
     def _scrub(self, keys: AwsKeys) -> None:
         """Scrub keys botocore found from errors too, as keys given up front are."""
-        found = tuple(k for k in (keys.secret_access_key, keys.session_token) if k)
+        found = key_secrets(keys)
         self.http.add_secrets(found)
         self._errors = ErrorReporter(PROVIDER, (*self._errors.secrets, *found), AWS_AUTH_HINT)
 
@@ -282,18 +254,13 @@ class BedrockModel(HttpModel):
             ProviderError: Or a subclass, when Bedrock refuses or fails the call.
             MalformedToolCall: When a tool call in the answer is malformed.
         """
-        try:
+        with retyped(translate_bedrock_error):
             call = await self.signed(self.build_call(request, stream=False))
             timeout = self.merged_settings(request).get("timeout")
             payload = await self.http.post_json(
                 call.url, call.body, headers=call.headers, time_limit=timeout
             )
             return forced_text(self.priced(self.parse_response(payload)), request)
-        except ProviderError as exc:
-            translated = translate_bedrock_error(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """Make one ConverseStream call, yielding deltas and `ResponseDone` last.
@@ -306,14 +273,9 @@ class BedrockModel(HttpModel):
         if request.output_format is not None:
             events = forced_text_stream(events, request)
         async with aclosing(events):
-            try:
+            with retyped(translate_bedrock_error):
                 async for event in events:
                     yield event
-            except ProviderError as exc:
-                translated = translate_bedrock_error(exc)
-                if translated is exc:
-                    raise
-                raise translated from exc
 
     async def _events(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         call = await self.signed(self.build_call(request, stream=True))

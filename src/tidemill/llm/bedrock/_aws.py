@@ -24,7 +24,10 @@ calls in between fail at once instead of asking again.
 The region comes from `region=`, `Credentials.region`, `AWS_REGION`,
 `AWS_DEFAULT_REGION`, then (with botocore) the profile's configured region.
 Botocore is only used to find credentials; requests are signed by Tidemill
-(`tidemill.llm.http._sigv4`) and sent with httpx.
+(`BedrockAccess.sign`, with `tidemill.llm.http._sigv4`) and sent with httpx.
+`BedrockAccess` also builds what every Bedrock call shares, chat
+(`BedrockModel`) or embeddings (`BedrockEmbedder`): the model's URL and the
+headers.
 """
 
 from __future__ import annotations
@@ -38,20 +41,28 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError, MissingDependencyError
+from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials
-from tidemill.llm.http._sigv4 import AwsKeys
+from tidemill.llm._json import dumps
+from tidemill.llm.http._sigv4 import AwsKeys, sign_v4
 
 __all__ = [
     "AWS_AUTH_HINT",
     "LOOKUP_FAILURE_TTL",
+    "SIGNING_NAME",
     "BearerToken",
     "BedrockAccess",
     "BotocoreKeys",
     "StaticKeys",
+    "key_secrets",
     "resolve_bedrock_access",
 ]
+
+SIGNING_NAME = "bedrock"
+"""The SigV4 service name of `bedrock-runtime`."""
 
 AWS_AUTH_HINT = (
     "Check the AWS credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, "
@@ -229,6 +240,58 @@ class BedrockAccess:
     def signs(self) -> bool:
         """Whether requests are SigV4-signed (not sent with a bearer token)."""
         return not isinstance(self.auth, BearerToken)
+
+    def model_url(self, model_name: str, operation: str) -> str:
+        """`{endpoint}/model/{model id}/{operation}`, the id percent-encoded (`:` as `%3A`)."""
+        return f"{self.credentials.base_url}/model/{quote(model_name, safe='')}/{operation}"
+
+    def headers(self, accept: str) -> dict[str, str]:
+        """The headers of a JSON POST answered with `accept`.
+
+        With a Bedrock API key they carry it as a bearer token; the extra
+        headers of the credentials come last (and are not signed).
+        """
+        headers = {"content-type": "application/json", "accept": accept}
+        if isinstance(self.auth, BearerToken):
+            headers["authorization"] = f"Bearer {self.auth.token}"
+        return {**headers, **self.credentials.headers}
+
+    async def sign(self, call: HttpCall, *, found: Callable[[AwsKeys], None]) -> HttpCall:
+        """Return `call` with its SigV4 headers (unchanged when a bearer token authorises it).
+
+        The signature covers the host, the date, the session token and the
+        exact JSON bytes the HTTP client sends (`tidemill.llm._json.dumps`).
+        Keys from botocore's chain are looked up on the first call, off the
+        event loop (see `BotocoreKeys`), and handed to `found` each time, so
+        the caller can scrub them from its errors.
+
+        Raises:
+            ConfigurationError: `MissingCredentialsError` when botocore's chain
+                finds no keys (remembered for a while: see `BotocoreKeys`).
+        """
+        auth = self.auth
+        if isinstance(auth, BearerToken):
+            return call
+        keys: AwsKeys
+        if isinstance(auth, BotocoreKeys):
+            keys = await auth.akeys()
+            found(keys)
+        else:
+            keys = auth.current()
+        signature = sign_v4(
+            "POST",
+            call.url,
+            body=dumps(call.body).encode("utf-8"),
+            keys=keys,
+            region=self.region,
+            service=SIGNING_NAME,
+        )
+        return HttpCall(call.url, {**call.headers, **signature}, call.body)
+
+
+def key_secrets(keys: AwsKeys) -> tuple[str, ...]:
+    """The secret parts of `keys` (the secret key, the session token), to scrub from errors."""
+    return tuple(k for k in (keys.secret_access_key, keys.session_token) if k)
 
 
 def resolve_bedrock_access(

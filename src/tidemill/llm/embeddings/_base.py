@@ -15,16 +15,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import httpx
 from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError, ProviderError
-from tidemill.llm._adapter import HttpCall
-from tidemill.llm._credentials import Credentials
+from tidemill.llm._adapter import HttpCall, HttpEndpoint
+from tidemill.llm._failures import retyped
 from tidemill.llm._json import JsonObject
-from tidemill.llm._pricing import load_prices, price_usage
-from tidemill.llm._retry import RetryPolicy
-from tidemill.llm.http._client import HttpClient
+from tidemill.llm._pricing import price_usage
 from tidemill.types import Usage
 
 __all__ = ["Batch", "EmbeddingModel", "Embeddings", "HttpEmbedder", "Vector"]
@@ -141,54 +138,31 @@ class Batch:
     """None when the provider reports no token count."""
 
 
-class HttpEmbedder(EmbeddingModel):
+class HttpEmbedder(HttpEndpoint, EmbeddingModel):
     """An `EmbeddingModel` that calls a provider's HTTP API.
 
     Subclasses implement `build_call` and `parse_batch`, and may lower
-    `max_batch` to what the vendor takes in one request.
+    `max_batch` to what the vendor takes in one request; `translate_error`
+    re-types a vendor's failures.
 
-    Args:
-        model_name: The model id sent to the provider.
-        provider: The provider's name.
-        credentials: The resolved credentials (key, base URL, headers).
-        http_client: An `httpx.AsyncClient` to use (and keep open); by
-            default one is created on first use and closed by `aclose`.
-        timeout: Per-request `httpx` limits, in seconds or as an `httpx.Timeout`.
-        retry: The retry policy; `RetryPolicy(max_retries=0)` disables retries.
-        auth_hint: The hint of an `AuthenticationError`.
+    It is built as `tidemill.llm._adapter.HttpEndpoint` is (the model id, the
+    provider, credentials, HTTP client, timeout, retry policy and auth hint).
     """
 
     max_batch: int = 256
     """Texts sent in one request at most; a longer list is split."""
 
-    def __init__(
-        self,
-        model_name: str,
-        *,
-        provider: str,
-        credentials: Credentials,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        retry: RetryPolicy | None = None,
-        auth_hint: str | None = None,
-    ) -> None:
+    def check_model_name(self, model_name: str, provider: str) -> None:
+        """Refuse an empty model id: embeddings have no default model at this level.
+
+        Raises:
+            ConfigurationError: For an empty or blank id.
+        """
         if not model_name.strip():
             raise ConfigurationError(
                 f"No embedding model id was given for the {provider} provider.",
                 hint=f"Write it as '{provider}:<model id>'.",
             )
-        self.model_name = model_name
-        self.provider = provider
-        self.credentials = credentials
-        self.http = HttpClient(
-            provider,
-            client=http_client,
-            timeout=timeout,
-            retry=retry,
-            secrets=credentials.secrets(),
-            auth_hint=auth_hint,
-        )
-        load_prices()
 
     @abstractmethod
     def build_call(self, texts: Sequence[str]) -> HttpCall:
@@ -203,8 +177,21 @@ class HttpEmbedder(EmbeddingModel):
         """
 
     async def send(self, call: HttpCall) -> JsonObject:
-        """POST one call; adapters that sign requests or re-type errors override it."""
-        return await self.http.post_json(call.url, call.body, headers=call.headers)
+        """POST one call, its failures re-typed by `translate_error`.
+
+        Adapters that sign requests override `prepared`.
+        """
+        with retyped(self.translate_error):
+            call = await self.prepared(call)
+            return await self.http.post_json(call.url, call.body, headers=call.headers)
+
+    async def prepared(self, call: HttpCall) -> HttpCall:
+        """The call as sent (signed, for adapters that sign); `call` itself by default."""
+        return call
+
+    def translate_error(self, error: ProviderError) -> ProviderError:
+        """The error to raise for `error`; `error` itself by default."""
+        return error
 
     async def aembed(self, texts: Sequence[str]) -> Embeddings:
         """Embed `texts` in batches of `max_batch`; see `EmbeddingModel.aembed`."""
@@ -227,10 +214,6 @@ class HttpEmbedder(EmbeddingModel):
             model = batch.model or model
             usage += self._priced(batch)
         return Embeddings(tuple(vectors), model=model, usage=usage)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this model created it; an injected one stays open."""
-        await self.http.aclose()
 
     def describe(self) -> dict[str, JsonValue]:
         """Describe the model: provider, model id and base URL (never the key)."""
@@ -262,7 +245,12 @@ def float_vector(value: object, provider: str, where: str) -> Vector:
         and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
     ):
         return tuple(float(x) for x in value)
-    raise ProviderError(
+    raise no_embedding(provider, where)
+
+
+def no_embedding(provider: str, where: str) -> ProviderError:
+    """The error of an answer with no embedding at `where` (retryable: it was cut or garbled)."""
+    return ProviderError(
         f"{provider} sent no embedding at {where}.",
         provider=provider,
         retryable=True,

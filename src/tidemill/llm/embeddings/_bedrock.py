@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from urllib.parse import quote
 
 import httpx
 from pydantic import JsonValue
@@ -27,15 +26,10 @@ from pydantic import JsonValue
 from tidemill.errors import ConfigurationError, ProviderError
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials
-from tidemill.llm._json import JsonObject, dumps
+from tidemill.llm._json import JsonObject
 from tidemill.llm._retry import RetryPolicy
-from tidemill.llm.bedrock._adapter import SIGNING_NAME, translate_bedrock_error
-from tidemill.llm.bedrock._aws import (
-    AWS_AUTH_HINT,
-    BearerToken,
-    BotocoreKeys,
-    resolve_bedrock_access,
-)
+from tidemill.llm.bedrock._adapter import translate_bedrock_error
+from tidemill.llm.bedrock._aws import AWS_AUTH_HINT, key_secrets, resolve_bedrock_access
 from tidemill.llm.embeddings._base import (
     Batch,
     Embeddings,
@@ -45,7 +39,7 @@ from tidemill.llm.embeddings._base import (
     int_field,
     json_list,
 )
-from tidemill.llm.http._sigv4 import AwsKeys, sign_v4
+from tidemill.llm.http._sigv4 import AwsKeys
 from tidemill.types import Usage
 
 __all__ = ["BedrockEmbedder", "embedding_family"]
@@ -165,11 +159,8 @@ class BedrockEmbedder(HttpEmbedder):
                 body["dimensions"] = self.dimensions
         else:
             body = {"texts": list(texts), "input_type": self.input_type}
-        url = f"{self.credentials.base_url}/model/{quote(self.model_name, safe='')}/invoke"
-        headers = {"content-type": "application/json", "accept": "application/json"}
-        if isinstance(self.access.auth, BearerToken):
-            headers["authorization"] = f"Bearer {self.access.auth.token}"
-        return HttpCall(url, {**headers, **self.credentials.headers}, body)
+        url = self.access.model_url(self.model_name, "invoke")
+        return HttpCall(url, self.access.headers("application/json"), body)
 
     def parse_batch(self, payload: JsonObject) -> Batch:
         """Titan's `embedding` and `inputTextTokenCount`, or Cohere's `embeddings`."""
@@ -196,36 +187,17 @@ class BedrockEmbedder(HttpEmbedder):
         vectors = tuple(v for part in parts for v in part.vectors)
         return Embeddings(vectors, model=self.model_name, usage=Usage.total(p.usage for p in parts))
 
-    async def send(self, call: HttpCall) -> JsonObject:
-        """Sign and POST one call, re-typing Bedrock's errors."""
-        try:
-            return await super().send(await self._signed(call))
-        except ProviderError as exc:
-            translated = translate_bedrock_error(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
+    async def prepared(self, call: HttpCall) -> HttpCall:
+        """Sign one call; see `BedrockAccess.sign`."""
+        return await self.access.sign(call, found=self._found)
+
+    def translate_error(self, error: ProviderError) -> ProviderError:
+        """Re-type Bedrock's errors (an over-long text is a plain 400 there)."""
+        return translate_bedrock_error(error)
 
     def describe(self) -> dict[str, JsonValue]:
         """Describe the embedder (never the keys)."""
         return {**super().describe(), "api": "invoke", "family": self.family}
 
-    async def _signed(self, call: HttpCall) -> HttpCall:
-        auth = self.access.auth
-        if isinstance(auth, BearerToken):
-            return call
-        keys: AwsKeys
-        if isinstance(auth, BotocoreKeys):
-            keys = await auth.akeys()
-            self.http.add_secrets([k for k in (keys.secret_access_key, keys.session_token) if k])
-        else:
-            keys = auth.current()
-        signature = sign_v4(
-            "POST",
-            call.url,
-            body=dumps(call.body).encode("utf-8"),
-            keys=keys,
-            region=self.access.region,
-            service=SIGNING_NAME,
-        )
-        return HttpCall(call.url, {**call.headers, **signature}, call.body)
+    def _found(self, keys: AwsKeys) -> None:
+        self.http.add_secrets(key_secrets(keys))

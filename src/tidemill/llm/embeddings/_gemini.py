@@ -9,24 +9,25 @@ each call is counted in `Usage.unreported_requests` (and priced as unknown).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from urllib.parse import quote
 
 import httpx
 
-from tidemill.errors import MissingCredentialsError, ProviderError
+from tidemill.errors import ProviderError
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials
 from tidemill.llm._json import JsonObject
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm.embeddings._base import Batch, HttpEmbedder, float_vector, json_list
 from tidemill.llm.google._auth import translate_google_error
-from tidemill.llm.google._gemini import GEMINI_SOURCE
+from tidemill.llm.google._gemini import (
+    GEMINI_AUTH_HINT,
+    gemini_auth_headers,
+    gemini_url,
+    resolve_gemini_credentials,
+)
 
 __all__ = ["GeminiEmbedder"]
-
-_AUTH_HINT = "Check the API key (GEMINI_API_KEY, GOOGLE_API_KEY or api_key=)."
 
 
 class GeminiEmbedder(HttpEmbedder):
@@ -69,20 +70,8 @@ class GeminiEmbedder(HttpEmbedder):
         timeout: httpx.Timeout | float | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
-        key = (
-            api_key
-            or (credentials.api_key if credentials else None)
-            or os.environ.get("GEMINI_API_KEY", "").strip()
-            or os.environ.get("GOOGLE_API_KEY", "").strip()
-        )
-        if not key:
-            raise MissingCredentialsError(
-                "No API key for the gemini provider.",
-                hint="Set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass api_key=.",
-                context={"provider": "gemini", "env": "GEMINI_API_KEY"},
-            )
-        resolved = GEMINI_SOURCE.resolve(
-            credentials, api_key=key, base_url=base_url, headers=headers
+        resolved = resolve_gemini_credentials(
+            credentials, api_key=api_key, base_url=base_url, headers=headers
         )
         super().__init__(
             model_name.removeprefix("models/"),
@@ -91,7 +80,7 @@ class GeminiEmbedder(HttpEmbedder):
             http_client=http_client,
             timeout=timeout,
             retry=retry,
-            auth_hint=_AUTH_HINT,
+            auth_hint=GEMINI_AUTH_HINT,
         )
         self.task_type = task_type
         self.dimensions = dimensions
@@ -107,11 +96,8 @@ class GeminiEmbedder(HttpEmbedder):
             if self.dimensions is not None:
                 one["outputDimensionality"] = self.dimensions
             requests.append(one)
-        url = (
-            f"{self.credentials.base_url}/models/"
-            f"{quote(self.model_name, safe='')}:batchEmbedContents"
-        )
-        headers = {"x-goog-api-key": self.credentials.api_key or "", **self.credentials.headers}
+        url = gemini_url(self.credentials, self.model_name, "batchEmbedContents")
+        headers = {**gemini_auth_headers(self.credentials), **self.credentials.headers}
         return HttpCall(url, headers, {"requests": requests})
 
     def parse_batch(self, payload: JsonObject) -> Batch:
@@ -124,12 +110,6 @@ class GeminiEmbedder(HttpEmbedder):
         ]  # fmt: skip
         return Batch(vectors)
 
-    async def send(self, call: HttpCall) -> JsonObject:
-        """POST one call, re-typing Google's errors (a bad key is a 400 there)."""
-        try:
-            return await super().send(call)
-        except ProviderError as exc:
-            translated = translate_google_error(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
+    def translate_error(self, error: ProviderError) -> ProviderError:
+        """Re-type Google's errors (a bad key is a 400 there)."""
+        return translate_google_error(error)

@@ -15,13 +15,20 @@ from collections.abc import Mapping, Sequence
 import httpx
 from pydantic import JsonValue
 
-from tidemill.errors import ConfigurationError, ProviderError
+from tidemill.errors import ConfigurationError
 from tidemill.llm._adapter import HttpCall
 from tidemill.llm._credentials import Credentials
 from tidemill.llm._json import JsonObject
 from tidemill.llm._retry import RetryPolicy
-from tidemill.llm.embeddings._base import Batch, HttpEmbedder, float_vector, int_field, json_list
-from tidemill.llm.openai._dialects import DIALECTS
+from tidemill.llm.embeddings._base import (
+    Batch,
+    HttpEmbedder,
+    float_vector,
+    int_field,
+    json_list,
+    no_embedding,
+)
+from tidemill.llm.openai._dialects import DIALECTS, openai_headers
 
 __all__ = ["NO_EMBEDDINGS", "OpenAIEmbedder"]
 
@@ -107,8 +114,8 @@ class OpenAIEmbedder(HttpEmbedder):
             body["encoding_format"] = "float"  # the default; others may refuse the field
         if self.dimensions is not None:
             body["dimensions"] = self.dimensions
-        headers = {**self._auth(), **self.credentials.headers}
-        return HttpCall(f"{self.credentials.base_url}/embeddings", headers, body)
+        url = f"{self.credentials.base_url}/embeddings"
+        return HttpCall(url, openai_headers(self.credentials), body)
 
     def parse_batch(self, payload: JsonObject) -> Batch:
         """Read `data[].embedding` (put back in `index` order) and `usage.prompt_tokens`."""
@@ -117,7 +124,7 @@ class OpenAIEmbedder(HttpEmbedder):
         for position, item in enumerate(items):
             where = f"data[{position}].embedding"
             if not isinstance(item, dict):
-                raise _shape(self.provider, where)
+                raise no_embedding(self.provider, where)
             index = item.get("index", position)
             ranked.append(
                 (index if isinstance(index, int) else position,
@@ -134,23 +141,3 @@ class OpenAIEmbedder(HttpEmbedder):
     def describe(self) -> dict[str, JsonValue]:
         """Describe the embedder (never the key)."""
         return {**super().describe(), "api": "embeddings"}
-
-    def _auth(self) -> dict[str, str]:
-        creds = self.credentials
-        headers: dict[str, str] = {}
-        if creds.api_key:
-            headers["authorization"] = f"Bearer {creds.api_key}"
-        if creds.organization:
-            headers["openai-organization"] = creds.organization
-        if creds.project:
-            headers["openai-project"] = creds.project
-        return headers
-
-
-def _shape(provider: str, where: str) -> ProviderError:
-    return ProviderError(
-        f"{provider} sent no embedding at {where}.",
-        provider=provider,
-        retryable=True,
-        hint="The answer was not the documented shape; try again, or report it.",
-    )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import difflib
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from tidemill.errors import ConfigurationError
+from tidemill.llm._adapter import unknown_option
 from tidemill.llm.embeddings._base import EmbeddingModel
 from tidemill.llm.embeddings._bedrock import BedrockEmbedder
 from tidemill.llm.embeddings._gemini import GeminiEmbedder
@@ -131,19 +131,13 @@ def _build(
     config: dict[str, Any],
     args: tuple[str, ...],
 ) -> EmbeddingModel:
-    parameters = inspect.signature(build).parameters
-    known = sorted(
-        name
-        for name, p in parameters.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in fixed
-    )
-    for option in config:
-        if option not in known:
-            close = difflib.get_close_matches(option, known, n=2)
-            raise ConfigurationError(
-                f"Unknown option {option!r} for the {provider!r} embedder.",
-                hint=(f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else "")
-                + f"It takes: {', '.join(known)}.",
-                context={"provider": provider, "options": known},
-            )
+    unknown = unknown_option(build, config, fixed=fixed)
+    if unknown is not None:
+        close = unknown.close
+        raise ConfigurationError(
+            f"Unknown option {unknown.option!r} for the {provider!r} embedder.",
+            hint=(f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else "")
+            + f"It takes: {', '.join(unknown.known)}.",
+            context={"provider": provider, "options": unknown.known},
+        )
     return build(*args, **fixed, **config)

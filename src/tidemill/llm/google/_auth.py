@@ -24,6 +24,7 @@ from tidemill.errors import (
 )
 from tidemill.llm._adapter import HttpModel
 from tidemill.llm._credentials import Credentials
+from tidemill.llm._failures import retyped
 from tidemill.llm._model import ModelRequest, ModelStreamEvent
 from tidemill.types import ModelResponse
 
@@ -177,26 +178,16 @@ class GoogleHttpModel(HttpModel):
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Make one call and return the whole response; see `HttpModel.request`."""
-        try:
+        with retyped(self.translate_error):
             return await super().request(request)
-        except ProviderError as exc:
-            translated = self.translate_error(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """Make one streamed call; see `HttpModel.stream`."""
         events = super().stream(request)
         async with aclosing(events):
-            try:
+            with retyped(self.translate_error):
                 async for event in events:
                     yield event
-            except ProviderError as exc:
-                translated = self.translate_error(exc)
-                if translated is exc:
-                    raise
-                raise translated from exc
 
 
 def _env(environ: Mapping[str, str], name: str) -> str | None:

@@ -56,11 +56,15 @@ from tidemill.llm.google._wire import (
 from tidemill.types import ImageRef, Message, ModelResponse, Role, ToolDefinition
 
 __all__ = [
+    "GEMINI_AUTH_HINT",
     "GEMINI_SOURCE",
     "SKIP_SIGNATURE",
     "GeminiModel",
     "VertexGeminiModel",
     "build_generate_content_request",
+    "gemini_auth_headers",
+    "gemini_url",
+    "resolve_gemini_credentials",
 ]
 
 GEMINI_SOURCE = CredentialSource(
@@ -70,6 +74,9 @@ GEMINI_SOURCE = CredentialSource(
     base_url_env="GEMINI_BASE_URL",
 )
 """Where the Gemini API key and base URL come from (`GOOGLE_API_KEY` is read too)."""
+
+GEMINI_AUTH_HINT = "Check the API key (GEMINI_API_KEY, GOOGLE_API_KEY or api_key=)."
+"""What to tell a user whose Gemini API key was refused."""
 
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's documented stand-in signature, for Gemini 3 function calls that have none.
@@ -81,6 +88,51 @@ https://ai.google.dev/gemini-api/docs/thought-signatures
 
 _GEMINI_3 = re.compile(r"(^|/)gemini-3")
 _OWN_PROVIDERS = frozenset({"gemini", "vertex"})
+
+
+def resolve_gemini_credentials(
+    credentials: Credentials | None = None,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Credentials:
+    """The Gemini API's key and base URL, for chat (`GeminiModel`) and embeddings alike.
+
+    The key is the argument, then `credentials`, then `GEMINI_API_KEY`, then
+    `GOOGLE_API_KEY`.
+
+    Raises:
+        ConfigurationError: `MissingCredentialsError` without an API key.
+    """
+    key = (
+        api_key
+        or (credentials.api_key if credentials else None)
+        or os.environ.get("GEMINI_API_KEY", "").strip()
+        or os.environ.get("GOOGLE_API_KEY", "").strip()
+    )
+    if not key:
+        raise MissingCredentialsError(
+            "No API key for the gemini provider.",
+            hint="Set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass api_key=.",
+            context={"provider": "gemini", "env": "GEMINI_API_KEY"},
+        )
+    return GEMINI_SOURCE.resolve(credentials, api_key=key, base_url=base_url, headers=headers)
+
+
+def gemini_url(credentials: Credentials, model_name: str, method: str) -> str:
+    """`{base_url}/models/{model}:{method}` of the Gemini API, the model id percent-encoded.
+
+    Examples:
+        >>> gemini_url(Credentials(base_url="https://host/v1beta"), "m-1", "generateContent")
+        'https://host/v1beta/models/m-1:generateContent'
+    """
+    return f"{credentials.base_url}/models/{quote(model_name, safe='')}:{method}"
+
+
+def gemini_auth_headers(credentials: Credentials) -> dict[str, str]:
+    """The API key as `x-goog-api-key` (never in the URL, where logs would keep it)."""
+    return {"x-goog-api-key": credentials.api_key or ""}
 
 
 class _GeminiBase(GoogleHttpModel):
@@ -211,26 +263,14 @@ class GeminiModel(_GeminiBase):
         thinking_level: str | None = None,
         include_thoughts: bool | None = None,
     ) -> None:
-        key = (
-            api_key
-            or (credentials.api_key if credentials else None)
-            or os.environ.get("GEMINI_API_KEY", "").strip()
-            or os.environ.get("GOOGLE_API_KEY", "").strip()
-        )
-        if not key:
-            raise MissingCredentialsError(
-                "No API key for the gemini provider.",
-                hint="Set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass api_key=.",
-                context={"provider": "gemini", "env": "GEMINI_API_KEY"},
-            )
-        resolved = GEMINI_SOURCE.resolve(
-            credentials, api_key=key, base_url=base_url, headers=headers
+        resolved = resolve_gemini_credentials(
+            credentials, api_key=api_key, base_url=base_url, headers=headers
         )
         super().__init__(
             model_name,
             provider="gemini",
             credentials=resolved,
-            auth_hint="Check the API key (GEMINI_API_KEY, GOOGLE_API_KEY or api_key=).",
+            auth_hint=GEMINI_AUTH_HINT,
             http_client=http_client,
             timeout=timeout,
             retry=retry,
@@ -242,11 +282,11 @@ class GeminiModel(_GeminiBase):
 
     def endpoint(self, method: Literal["generateContent", "streamGenerateContent"]) -> str:
         """`{base_url}/models/{model}:{method}`."""
-        return f"{self.credentials.base_url}/models/{quote(self.model_name, safe='')}:{method}"
+        return gemini_url(self.credentials, self.model_name, method)
 
     def auth_headers(self) -> dict[str, str]:
         """The API key, as `x-goog-api-key` (never in the URL, where logs would keep it)."""
-        return {"x-goog-api-key": self.credentials.api_key or ""}
+        return gemini_auth_headers(self.credentials)
 
 
 VERTEX_SOURCE = VertexSource("vertex")

@@ -15,10 +15,10 @@ from typing import cast
 import httpx
 from pydantic import JsonValue
 
-from tidemill.errors import ConfigurationError, ProviderError
+from tidemill.errors import ConfigurationError
 from tidemill.llm._adapter import HttpCall, HttpModel
 from tidemill.llm._credentials import Credentials
-from tidemill.llm._failures import ErrorReporter
+from tidemill.llm._failures import ErrorReporter, retyped
 from tidemill.llm._json import JsonObject, dumps
 from tidemill.llm._model import (
     ForcedTool,
@@ -42,7 +42,7 @@ from tidemill.llm.openai._chat_wire import (
     ChatToolChoice,
     ChatUserMessage,
 )
-from tidemill.llm.openai._dialects import DIALECTS, OpenAIDialect
+from tidemill.llm.openai._dialects import DIALECTS, OpenAIDialect, openai_headers
 from tidemill.types import ImageRef, Message, ModelResponse, Role, ToolDefinition
 
 __all__ = ["OpenAIChatModel", "build_chat_request"]
@@ -145,26 +145,16 @@ class OpenAIChatModel(HttpModel):
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Make one call and return the whole response; see `HttpModel.request`."""
-        try:
+        with retyped(self.dialect.translate_error):
             return await super().request(request)
-        except ProviderError as exc:
-            translated = self.dialect.translate_error(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamEvent, None]:
         """Make one streamed call; see `HttpModel.stream`."""
         events = super().stream(request)
         async with aclosing(events):
-            try:
+            with retyped(self.dialect.translate_error):
                 async for event in events:
                     yield event
-            except ProviderError as exc:
-                translated = self.dialect.translate_error(exc)
-                if translated is exc:
-                    raise
-                raise translated from exc
 
     @property
     def request_fields(self) -> RequestFields:
@@ -176,16 +166,7 @@ class OpenAIChatModel(HttpModel):
         return {**super().describe(), "api": "chat.completions"}
 
     def _headers(self) -> dict[str, str]:
-        creds = self.credentials
-        headers: dict[str, str] = {}
-        if creds.api_key:
-            headers["authorization"] = f"Bearer {creds.api_key}"
-        if creds.organization:
-            headers["openai-organization"] = creds.organization
-        if creds.project:
-            headers["openai-project"] = creds.project
-        headers.update(creds.headers)
-        return headers
+        return openai_headers(self.credentials)
 
 
 def build_chat_request(

@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError, MalformedToolCall, ProviderError
-from tidemill.llm._credentials import CredentialSource
+from tidemill.llm._credentials import Credentials, CredentialSource
 from tidemill.llm._model import OutputFormat
 from tidemill.llm._options import Body, FieldRule, RequestFields, put, setting
 from tidemill.llm._strict_schema import openai_schema
@@ -40,7 +40,29 @@ __all__ = [
     "OpenRouterDialect",
     "TogetherDialect",
     "VllmDialect",
+    "openai_headers",
 ]
+
+
+def openai_headers(credentials: Credentials) -> dict[str, str]:
+    """The headers of every OpenAI-style call (Chat Completions, Responses, `/embeddings`).
+
+    The key as a bearer token, the organization and project when set, then
+    the extra headers.
+
+    Examples:
+        >>> openai_headers(Credentials(api_key="sk-x", headers={"x-team": "a"}))
+        {'authorization': 'Bearer sk-x', 'x-team': 'a'}
+    """
+    headers: dict[str, str] = {}
+    if credentials.api_key:
+        headers["authorization"] = f"Bearer {credentials.api_key}"
+    if credentials.organization:
+        headers["openai-organization"] = credentials.organization
+    if credentials.project:
+        headers["openai-project"] = credentials.project
+    headers.update(credentials.headers)
+    return headers
 
 
 class OpenAIDialect:

@@ -24,6 +24,7 @@ from tidemill.llm._model import ForcedTool, ModelRequest, ModelSettings, OutputF
 from tidemill.llm._options import Body, RequestFields
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm._strict_schema import openai_schema
+from tidemill.llm.openai._dialects import openai_headers
 from tidemill.llm.openai._responses_fields import responses_fields
 from tidemill.llm.openai._responses_stream import (
     PROVIDER,
@@ -149,16 +150,8 @@ class OpenAIResponsesModel(HttpModel):
             store=self.store,
             stream=stream,
         )
-        creds = self.credentials
-        headers: dict[str, str] = {}
-        if creds.api_key:
-            headers["authorization"] = f"Bearer {creds.api_key}"
-        if creds.organization:
-            headers["openai-organization"] = creds.organization
-        if creds.project:
-            headers["openai-project"] = creds.project
-        headers.update(creds.headers)
-        return HttpCall(f"{creds.base_url}/responses", headers, body)
+        url = f"{self.credentials.base_url}/responses"
+        return HttpCall(url, openai_headers(self.credentials), body)
 
     def parse_response(self, payload: JsonObject) -> ModelResponse:
         """Parse a whole Response object."""

@@ -14,9 +14,11 @@ from tidemill.agents.journal import (
     GraphWrite,
     GraphWrites,
     JournalEvent,
+    MemoryRecalled,
     MemorySummarized,
     ModelTurn,
     OutputRejected,
+    RecalledUnit,
     RunFailed,
     RunFinished,
     ToolFinished,
@@ -131,6 +133,10 @@ def sample_events(tag: str = "") -> list[JournalEvent]:
         OutputRejected(errors=("population: Field required",), feedback="Reply again."),
         MemorySummarized(
             summary="The user asked about tides in Brest.", upto=4, usage=Usage(requests=1)
+        ),
+        MemoryRecalled(
+            units=(RecalledUnit(start=0, end=2, text=f"user: Tides in Brest? {tag}"),),
+            usage=Usage(requests=1, input_tokens=7, cost_usd=0.0001),
         ),
         RunFailed(reason="limit", limit="max_iterations", message="10 iteration(s) used"),
         RunFailed(reason="tool_call_retries", message="The tool raised ValueError: bad"),
