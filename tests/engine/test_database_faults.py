@@ -24,8 +24,8 @@ import pytest
 from tidemill.engine import AsyncEngine
 from tidemill.errors import SerializationError
 from tidemill.flows import Flow
-from tidemill.llm import ScriptedModel
-from tidemill.types import ToolCall
+from tidemill.llm import ModelRequest, ScriptedModel
+from tidemill.types import Message, Role, ToolCall
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -55,8 +55,20 @@ def agent(effects: Path) -> Flow:
 
 
 def scripted(_choice: Any) -> ScriptedModel:
-    calls = [[ToolCall(id=f"c{i}", name="effect", arguments={})] for i in range(3)]
-    return ScriptedModel(["", "", "", "finished"], tool_calls=[*calls, []])
+    """Calls c0, c1, c2, then finishes, by the tool results its request holds.
+
+    Not a script: a script moves on with each request the model answers, and
+    a lost connection can make the step ask again, after the model answered,
+    with the same conversation; this model then asks for the same call again.
+    """
+
+    def answer(request: ModelRequest) -> Message | str:
+        done = sum(1 for message in request.messages if message.role is Role.TOOL)
+        if done >= 3:
+            return "finished"
+        return Message.assistant("", tool_calls=[ToolCall(id=f"c{done}", name="effect")])
+
+    return ScriptedModel(handler=answer)
 
 
 async def rows(engine: AsyncEngine, sql: str, *params: Any) -> list[tuple[Any, ...]]:
