@@ -57,6 +57,17 @@ TidemillError
     └── LeaseLost              a worker lost its claim on a job; its late write is refused
 ```
 
+Errors from the workspace (`tidemill.workspace`):
+
+```text
+TidemillError
+└── WorkspaceError             a workspace operation could not be done; nothing changed
+    ├── PermissionDenied       the acting principal may not do this
+    ├── ItemNotFound           nothing the principal may see at that path
+    ├── VersionConflict        the item changed since the version a write was based on
+    └── UnresolvedReference    a $var:/$res: reference the run's identity cannot read
+```
+
 Errors from MCP servers (`tidemill.tools.mcp`):
 
 ```text
@@ -122,6 +133,13 @@ from tidemill.errors._tools import (
     ToolArgumentsError,
     ToolSuspended,
 )
+from tidemill.errors._workspace import (
+    ItemNotFound,
+    PermissionDenied,
+    UnresolvedReference,
+    VersionConflict,
+    WorkspaceError,
+)
 
 __all__ = [
     "AgentError",
@@ -138,6 +156,7 @@ __all__ = [
     "FlowValidationError",
     "GuardrailViolation",
     "InvalidOption",
+    "ItemNotFound",
     "JournalConflict",
     "LeaseLost",
     "LimitExceeded",
@@ -148,6 +167,7 @@ __all__ = [
     "MissingCredentialsError",
     "MissingDependencyError",
     "OutputValidationError",
+    "PermissionDenied",
     "ProviderError",
     "ProviderTimeout",
     "RateLimitError",
@@ -164,6 +184,9 @@ __all__ = [
     "ToolArgumentsError",
     "ToolRetriesExceeded",
     "ToolSuspended",
+    "UnresolvedReference",
+    "VersionConflict",
+    "WorkspaceError",
 ]
 
 # The modules above are private: tracebacks, reprs and pickles name each error by its

@@ -27,6 +27,7 @@ from tidemill.flows._expr import Expression, compile_expression, evaluate_condit
 from tidemill.flows._flow import Flow, Step, StepSettings
 from tidemill.flows._identity import Identity
 from tidemill.flows._inputs import evaluate_inputs
+from tidemill.flows._load import WORKSPACE_PATH, Includes
 from tidemill.flows._nesting import (
     AgentToolSpec,
     AIAgent,
@@ -43,6 +44,7 @@ from tidemill.flows._scope import Placement, resolved_needs
 from tidemill.flows._script import ScriptStep
 
 __all__ = [
+    "WORKSPACE_PATH",
     "AIAction",
     "AIAgent",
     "AgentLimits",
@@ -59,6 +61,7 @@ __all__ = [
     "Flow",
     "ForEach",
     "Identity",
+    "Includes",
     "MCPTools",
     "Parallel",
     "Placement",

@@ -32,7 +32,7 @@ from tidemill.flows._concurrency import Concurrency
 from tidemill.flows._duration import Duration
 from tidemill.flows._expr import Expression, compile_expression
 from tidemill.flows._identity import Identity
-from tidemill.flows._load import flow_from_data, load_flow, parse_flow
+from tidemill.flows._load import Includes, flow_from_data, load_flow, parse_flow
 from tidemill.flows._nesting import (
     AgentToolSpec,
     AIAgent,
@@ -405,17 +405,25 @@ class Flow(FlowModel):
         *,
         base_dir: str | Path | None = None,
         source: str | None = None,
+        includes: Includes | None = None,
     ) -> Flow:
         """Build a flow from plain data (as parsed from YAML or JSON).
 
         Like `parse`, this reads script and sub-flow files (relative to
-        `base_dir`, the current directory by default) and inlines them.
+        `base_dir`, the current directory by default) and inlines them, and
+        the workspace scripts and flows it names by path from `includes`
+        (the workspace does this when it validates and runs a flow).
 
         Raises:
             FlowValidationError: Listing every problem found.
         """
         flow = flow_from_data(
-            data, flow_model=Flow, step_model=Step, base_dir=base_dir, source=source
+            data,
+            flow_model=Flow,
+            step_model=Step,
+            base_dir=base_dir,
+            source=source,
+            includes=includes,
         )
         return flow._checked(source)
 

@@ -5,15 +5,21 @@ sub-flow file is read (recursively) into `flow`, relative to the file that
 names it. The loaded flow is then self-contained: its JSON form needs no files.
 The flow and step models are arguments (`Flow` and `Step`, which call this
 module).
+
+A `path` that reads as a workspace path (`f/<folder>/<name>`, `u/<user>/<name>`:
+no file suffix) names a workspace item instead of a file. The workspace reads
+those through `Includes` when it validates or runs a flow; a flow loaded with
+no workspace behind it cannot include them, and says so.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Hashable, Iterator, Mapping
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -24,7 +30,9 @@ from tidemill.flows._node import KINDS
 from tidemill.flows._problems import Problem
 
 __all__ = [
+    "WORKSPACE_PATH",
     "DocumentError",
+    "Includes",
     "flow_from_data",
     "load_flow",
     "parse_document",
@@ -35,6 +43,33 @@ __all__ = [
 F = TypeVar("F", bound=BaseModel)
 
 _SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+
+WORKSPACE_PATH = re.compile(r"^[uf](/[a-z0-9][a-z0-9_-]{0,63}){2,}$")
+"""A script or sub-flow `path` of this shape names a workspace item, not a file."""
+
+
+class Includes(Protocol):
+    """Where the workspace items a flow names by path are read from (the workspace).
+
+    Each method returns the item and a label for it (its path and version,
+    `f/x/y@3`), or raises `LookupError` with a message saying why it cannot:
+    no such item, or not one the reader may read.
+    """
+
+    def script(self, path: str) -> tuple[str, str]:
+        """The code of the workspace script at `path`, and its label."""
+        ...
+
+    def flow(self, path: str) -> tuple[dict[str, Any], str]:
+        """The document of the workspace flow at `path`, and its label."""
+        ...
+
+
+def _no_workspace(path: str, kind: str) -> str:
+    return (
+        f"{path} names a workspace {kind}, and this flow was not read from a workspace: "
+        f"push it to one and run it by its path (tidemill run f/<folder>/<name>)"
+    )
 
 
 class _Loader(yaml.SafeLoader):
@@ -130,8 +165,9 @@ def _step_lists(kind: Mapping[str, Any]) -> Iterator[list[Any]]:
 class _Inliner:
     """Reads included files into raw flow data, collecting problems instead of stopping."""
 
-    def __init__(self) -> None:
+    def __init__(self, includes: Includes | None = None) -> None:
         self.problems: list[Problem] = []
+        self.includes = includes
 
     def flow(
         self, data: dict[str, Any], base: Path, chain: tuple[tuple[Path, str], ...], prefix: str
@@ -199,6 +235,15 @@ class _Inliner:
 
     def script(self, script: dict[str, Any], base: Path, step: str | None, prefix: str) -> None:
         written = script.pop("path")
+        if WORKSPACE_PATH.match(written):
+            try:
+                if self.includes is None:
+                    raise LookupError(_no_workspace(written, "script"))
+                script["code"], script["source_path"] = self.includes.script(written)
+            except LookupError as exc:
+                script["path"] = written
+                self.problems.append(Problem(step, "script.path", prefix + str(exc.args[0])))
+            return
         file = base / written
         try:
             script["code"] = file.read_text(encoding="utf-8")
@@ -223,15 +268,26 @@ class _Inliner:
         field: str = "flow.path",
     ) -> None:
         written = sub["path"]
-        file = (base / written).resolve()
+        item = WORKSPACE_PATH.match(written) is not None
+        file = Path(PurePosixPath("/@workspace", written)) if item else (base / written).resolve()
         if any(file == seen for seen, _name in chain):
             names = " -> ".join([*(name for _path, name in chain), written])
             self.problems.append(Problem(step, field, f"{prefix}include cycle: {names}"))
             return
+        label = written
         try:
-            child = read_document(file)
+            if not item:
+                child = read_document(file)
+            elif self.includes is None:
+                raise LookupError(_no_workspace(written, "flow"))
+            else:
+                child, label = self.includes.flow(written)
+                child = copy.deepcopy(child)
         except DocumentError as exc:
             self.problems.append(Problem(step, field, prefix + exc.message))
+            return
+        except LookupError as exc:
+            self.problems.append(Problem(step, field, prefix + str(exc.args[0])))
             return
         if not isinstance(child, dict):
             message = f"{written} must hold a mapping (a flow), not {type(child).__name__}"
@@ -240,10 +296,10 @@ class _Inliner:
         if not child.get("name"):
             child["name"] = file.stem
         inner = f"{prefix}in the sub-flow of step {step!r} ({written}): "
-        self.flow(child, file.parent, (*chain, (file, written)), inner)
+        self.flow(child, base if item else file.parent, (*chain, (file, written)), inner)
         del sub["path"]
         sub["flow"] = child
-        sub["source_path"] = written
+        sub["source_path"] = label
 
 
 def flow_from_data(
@@ -255,6 +311,7 @@ def flow_from_data(
     source: str | None = None,
     name: str | None = None,
     chain: tuple[tuple[Path, str], ...] = (),
+    includes: Includes | None = None,
 ) -> F:
     """Inline the files `data` names, validate it, and return the flow.
 
@@ -266,6 +323,8 @@ def flow_from_data(
         source: Where the data came from, for error messages.
         name: The flow's name when `data` has none.
         chain: The files being loaded, outermost first, to detect include cycles.
+        includes: Where the workspace scripts and flows it names by path are
+            read from; None: naming one is a problem.
 
     Raises:
         FlowValidationError: Listing every problem found.
@@ -280,7 +339,7 @@ def flow_from_data(
     prepared = copy.deepcopy(dict(data))
     if name and not prepared.get("name"):
         prepared["name"] = name
-    inliner = _Inliner()
+    inliner = _Inliner(includes)
     inliner.flow(prepared, Path(base_dir) if base_dir else Path.cwd(), chain, "")
     problems = list(inliner.problems)
     try:

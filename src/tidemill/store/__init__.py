@@ -15,7 +15,7 @@ Examples:
     ...     await store.close()
     ...     return len(applied), counts
     >>> asyncio.run(main())
-    (4, {})
+    (5, {})
 """
 
 from tidemill.store._migrate import Migration, check, current_version, migrations, pending, upgrade

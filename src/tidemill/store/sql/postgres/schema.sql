@@ -21,7 +21,9 @@ CREATE TABLE tm_runs (
     created_at      DOUBLE PRECISION NOT NULL,
     started_at      DOUBLE PRECISION,
     finished_at     DOUBLE PRECISION,
-    error           TEXT
+    error           TEXT,
+    run_as          TEXT,
+    source          TEXT
 );
 CREATE INDEX tm_runs_root ON tm_runs (root_id);
 CREATE INDEX tm_runs_parent_job ON tm_runs (parent_job);
@@ -128,3 +130,106 @@ CREATE TABLE tm_agent_memory (
     at        DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (memory_id, step_key, seq)
 );
+
+CREATE TABLE tm_ws_workspaces (
+    name       TEXT PRIMARY KEY,
+    data_key   TEXT NOT NULL,
+    generation BIGINT NOT NULL DEFAULT 0,
+    created_at DOUBLE PRECISION NOT NULL
+);
+
+CREATE TABLE tm_ws_users (
+    workspace  TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    is_admin   BOOLEAN NOT NULL DEFAULT FALSE,
+    disabled   BOOLEAN NOT NULL DEFAULT FALSE,
+    created_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (workspace, name)
+);
+
+CREATE TABLE tm_ws_groups (
+    workspace  TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    summary    TEXT NOT NULL DEFAULT '',
+    created_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (workspace, name)
+);
+
+CREATE TABLE tm_ws_members (
+    workspace  TEXT NOT NULL,
+    group_name TEXT NOT NULL,
+    user_name  TEXT NOT NULL,
+    PRIMARY KEY (workspace, group_name, user_name)
+);
+
+CREATE TABLE tm_ws_folders (
+    workspace  TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    summary    TEXT NOT NULL DEFAULT '',
+    created_by TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (workspace, name)
+);
+
+CREATE TABLE tm_ws_grants (
+    workspace TEXT NOT NULL,
+    target    TEXT NOT NULL,
+    grantee   TEXT NOT NULL,
+    role      TEXT NOT NULL,
+    PRIMARY KEY (workspace, target, grantee)
+);
+
+CREATE TABLE tm_ws_items (
+    workspace     TEXT NOT NULL,
+    path          TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    summary       TEXT NOT NULL DEFAULT '',
+    description   TEXT NOT NULL DEFAULT '',
+    resource_type TEXT,
+    secret        BOOLEAN NOT NULL DEFAULT FALSE,
+    body          TEXT NOT NULL,
+    version       BIGINT NOT NULL,
+    updated_by    TEXT NOT NULL,
+    updated_at    DOUBLE PRECISION NOT NULL,
+    deleted_at    DOUBLE PRECISION,
+    PRIMARY KEY (workspace, path)
+);
+
+CREATE TABLE tm_ws_versions (
+    workspace     TEXT NOT NULL,
+    path          TEXT NOT NULL,
+    version       BIGINT NOT NULL,
+    kind          TEXT NOT NULL,
+    summary       TEXT NOT NULL DEFAULT '',
+    description   TEXT NOT NULL DEFAULT '',
+    resource_type TEXT,
+    body          TEXT NOT NULL,
+    message       TEXT NOT NULL DEFAULT '',
+    created_by    TEXT NOT NULL,
+    created_at    DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (workspace, path, version)
+);
+
+CREATE TABLE tm_ws_drafts (
+    workspace     TEXT NOT NULL,
+    path          TEXT NOT NULL,
+    owner         TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    summary       TEXT NOT NULL DEFAULT '',
+    description   TEXT NOT NULL DEFAULT '',
+    resource_type TEXT,
+    body          TEXT NOT NULL,
+    updated_at    DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (workspace, path, owner)
+);
+
+CREATE TABLE tm_ws_audit (
+    id        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    workspace TEXT NOT NULL,
+    at        DOUBLE PRECISION NOT NULL,
+    actor     TEXT NOT NULL,
+    action    TEXT NOT NULL,
+    path      TEXT,
+    details   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX tm_ws_audit_at ON tm_ws_audit (workspace, id);

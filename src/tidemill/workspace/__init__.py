@@ -1,0 +1,80 @@
+"""The workspace: everything a team shares, at a path, versioned, with permissions and secrets.
+
+Items live at `u/<user>/<name>` and `f/<folder>/<name>`: scripts, flows,
+resources, variables and resource types. Scripts, flows and resources keep
+every version; drafts are per user; folders grant roles to users and groups;
+secret variables are encrypted at rest; every change is audited. Every
+operation is asked as one principal (`AsyncWorkspace(..., user=...)`), and the
+permission module (`Permissions`) answers it.
+
+Examples:
+    >>> import tempfile
+    >>> from tidemill.workspace import Workspace
+    >>> with Workspace(f"sqlite:///{tempfile.mkdtemp()}/t.db", user="ada") as ws:
+    ...     _ = ws.add_folder("ai")
+    ...     _ = ws.write("f/ai/token", "variable", "sk-test", secret=True)
+    ...     print(ws.get("f/ai/token").value, ws.get("f/ai/token", reveal=True).value)
+    None sk-test
+"""
+
+from tidemill.workspace._crypto import Keyring, MasterKey, SecretKeyError, load_master_key
+from tidemill.workspace._facade import Workspace
+from tidemill.workspace._models import (
+    KINDS,
+    ROLES,
+    AuditEntry,
+    Draft,
+    Folder,
+    Grant,
+    Group,
+    Item,
+    ItemKind,
+    Principal,
+    Role,
+    User,
+    Version,
+)
+from tidemill.workspace._paths import InvalidPath, ItemPath
+from tidemill.workspace._permissions import Action, Permissions
+from tidemill.workspace._references import Resolved, has_references
+from tidemill.workspace._resource_types import BUILTIN_TYPES, ResourceType, builtin_type
+from tidemill.workspace._search import SearchHit
+from tidemill.workspace._session import DEFAULT_WORKSPACE, local_user
+from tidemill.workspace._values import InvalidValue
+from tidemill.workspace._workspace import AsyncWorkspace, RunPlan
+
+__all__ = [
+    "BUILTIN_TYPES",
+    "DEFAULT_WORKSPACE",
+    "KINDS",
+    "ROLES",
+    "Action",
+    "AsyncWorkspace",
+    "AuditEntry",
+    "Draft",
+    "Folder",
+    "Grant",
+    "Group",
+    "InvalidPath",
+    "InvalidValue",
+    "Item",
+    "ItemKind",
+    "ItemPath",
+    "Keyring",
+    "MasterKey",
+    "Permissions",
+    "Principal",
+    "Resolved",
+    "ResourceType",
+    "Role",
+    "RunPlan",
+    "SearchHit",
+    "SecretKeyError",
+    "User",
+    "Version",
+    "Workspace",
+    "builtin_type",
+    "has_references",
+    "load_master_key",
+    "local_user",
+]

@@ -1,0 +1,159 @@
+"""What an item may hold, checked before it is stored: one rule per kind.
+
+- A script is Python with a top-level `main(...)`; its module docstring is its
+  summary (and description) unless they are given.
+- A flow is a flow document, validated as `Flow.from_dict` validates it, with
+  the workspace scripts and flows it names by path read as the writer (each
+  must exist and be readable by the writer).
+- A resource is a JSON value checked against its type's JSON Schema: a
+  built-in type (`openai`, `anthropic`, ..., `ai_agent`) or a resource type
+  item at a path. A field the schema marks `writeOnly` (a key, a token) must
+  be a `$var:` reference to a secret variable: resources are versioned, and
+  secrets never are.
+- A variable is text; a secret one is encrypted with the workspace's data key.
+- A resource type is a JSON Schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tidemill.errors import ConfigurationError, FlowValidationError
+from tidemill.flows import Flow
+from tidemill.flows._load import DocumentError, parse_document
+from tidemill.workspace._includes import WorkspaceIncludes
+from tidemill.workspace._models import ItemKind
+from tidemill.workspace._paths import ItemPath
+from tidemill.workspace._references import REFERENCE
+from tidemill.workspace._resource_types import builtin_type
+from tidemill.workspace._scripts import script_metadata
+from tidemill.workspace._session import Context
+from tidemill.workspace._values import (
+    InvalidValue,
+    check_resource_type_schema,
+    check_resource_value,
+    secret_fields,
+)
+
+__all__ = ["VERSIONED", "Content", "prepare", "resource_schema"]
+
+VERSIONED: frozenset[ItemKind] = frozenset({"script", "flow", "resource"})
+"""The kinds whose every write appends a version."""
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """An item's checked content, ready to store."""
+
+    kind: ItemKind
+    value: Any
+    summary: str
+    description: str
+    resource_type: str | None = None
+    secret: bool = False
+
+
+def resource_schema(ctx: Context, type_name: str, *, path: str) -> dict[str, Any]:
+    """The JSON Schema of a resource type: a built-in one, or the item at that path."""
+    builtin = builtin_type(type_name)
+    if builtin is not None:
+        return dict(builtin.schema)
+    try:
+        ItemPath.parse(type_name)
+    except ConfigurationError:
+        raise InvalidValue(
+            f"{path}: {type_name!r} is not a resource type.",
+            hint="Use a built-in type (tidemill ws types) or the path of a resource type item.",
+        ) from None
+    stored = ctx.q.item(type_name) if ctx.rules.allows("read", type_name) else None
+    if stored is None or stored.item.deleted or stored.item.kind != "resource_type":
+        raise InvalidValue(
+            f"{path}: no resource type {type_name} that {ctx.principal.name} may read.",
+            hint="Check the path, or create it with `kind: resource_type` first.",
+        )
+    schema = stored.item.value
+    assert isinstance(schema, dict)
+    return schema
+
+
+def prepare(
+    ctx: Context,
+    path: str,
+    kind: ItemKind,
+    value: Any,
+    *,
+    summary: str | None = None,
+    description: str | None = None,
+    resource_type: str | None = None,
+    secret: bool = False,
+) -> Content:
+    """Check `value` as an item of `kind` at `path`; raise a `ConfigurationError` saying why not."""
+    if secret and kind != "variable":
+        raise InvalidValue(f"{path}: only variables can be secret.")
+    if resource_type is not None and kind != "resource":
+        raise InvalidValue(f"{path}: only resources have a type.")
+    if kind == "script":
+        if not isinstance(value, str):
+            raise InvalidValue(f"{path}: a script is Python source text.")
+        meta = script_metadata(value, path=path)
+        return Content(
+            kind, value, _given(summary, meta.summary), _given(description, meta.description)
+        )
+    if kind == "flow":
+        document = _flow_document(ctx, path, value)
+        return Content(
+            kind,
+            document,
+            _given(summary, str(document.get("summary", ""))),
+            _given(description, str(document.get("description", ""))),
+        )
+    if kind == "resource":
+        if not resource_type:
+            raise InvalidValue(f"{path}: a resource needs a type (`type: openai`, say).")
+        schema = resource_schema(ctx, resource_type, path=path)
+        check_resource_value(schema, value, path=path)
+        for name in sorted(secret_fields(schema)):
+            held = value.get(name) if isinstance(value, dict) else None
+            if held is not None and not (
+                isinstance(held, str) and REFERENCE.match(held) and held.startswith("$var:")
+            ):
+                raise InvalidValue(
+                    f"{path}: `{name}` of a {resource_type} resource is a secret, and resources "
+                    "are versioned: it must name a secret variable.",
+                    hint=f"Store it with `tidemill ws variables set --secret {path}_{name}` "
+                    f"and write `{name}: $var:{path}_{name}`.",
+                )
+        return Content(kind, value, summary or "", description or "", resource_type)
+    if kind == "variable":
+        if not isinstance(value, str):
+            raise InvalidValue(f"{path}: a variable's value is text.")
+        return Content(kind, value, summary or "", description or "", secret=secret)
+    if kind == "resource_type":
+        check_resource_type_schema(value)
+        return Content(kind, value, summary or str(value.get("title", "")), description or "")
+    raise InvalidValue(f"{path}: {kind!r} is not a kind of item.")
+
+
+def _given(explicit: str | None, found: str) -> str:
+    return found if explicit is None else explicit
+
+
+def _flow_document(ctx: Context, path: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = parse_document(value, "yaml")
+        except DocumentError as exc:
+            raise InvalidValue(f"{path}: {exc.message}") from None
+    if not isinstance(value, dict):
+        raise InvalidValue(f"{path}: a flow is a mapping (a flow document).")
+    document = dict(value)
+    try:
+        Flow.from_dict(
+            {"name": path.rsplit("/", 1)[-1], **document},
+            source=path,
+            includes=WorkspaceIncludes(ctx),
+        )
+    except FlowValidationError as exc:
+        raise exc from None
+    return document

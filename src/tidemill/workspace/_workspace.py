@@ -1,0 +1,160 @@
+r"""`AsyncWorkspace`: everything a team shares, at a path, as one acting principal.
+
+It puts the item operations (`_items`) and the user, group, folder, grant,
+audit and key operations (`_people`) together with what the engine asks of a
+workspace: the flow to run for a path (deployed, or the caller's draft) with
+the versions it reads, and references resolved as a run's identity.
+
+Examples:
+    >>> import asyncio, tempfile
+    >>> from tidemill.workspace import AsyncWorkspace
+    >>> async def main():
+    ...     ws = AsyncWorkspace(f"sqlite:///{tempfile.mkdtemp()}/t.db", user="ada")
+    ...     await ws.add_folder("support", summary="Customer support")
+    ...     code = "'''Say hello.'''\ndef main(name: str):\n    return 'hello ' + name\n"
+    ...     item = await ws.write("f/support/hello", "script", code, message="first")
+    ...     hits = await ws.search("helo")
+    ...     await ws.close()
+    ...     return item.version, item.summary, [hit.path for hit in hits]
+    >>> asyncio.run(main())
+    (1, 'Say hello.', ['f/support/hello'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidemill.errors import ItemNotFound
+from tidemill.flows import Flow
+from tidemill.workspace._includes import WorkspaceIncludes
+from tidemill.workspace._items import ItemMethods
+from tidemill.workspace._paths import ItemPath, check_name
+from tidemill.workspace._people import PeopleMethods
+from tidemill.workspace._references import Resolved, resolve_references
+from tidemill.workspace._session import Context
+
+__all__ = ["AsyncWorkspace", "RunPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What to run for a path: the flow, as whom, and which versions of what it read."""
+
+    flow: Flow
+    """The flow, with the workspace scripts and sub-flows it names inlined."""
+    run_as: str
+    """The identity the run's references are resolved as: who started it."""
+    source: dict[str, Any] = field(default_factory=dict)
+    """`workspace`, `path`, `version` (0 for a draft), `draft`, and `items`: each
+    included item's path and version. A run records it."""
+
+
+class AsyncWorkspace(ItemMethods, PeopleMethods):
+    """A workspace in a store, as one principal: see `Session` for the arguments.
+
+    Every method is one transaction that asks the permission module first.
+    Use `acting_as` to act as another user (an admin may; tests and the
+    CLI's `--as` do).
+    """
+
+    async def acting_as(self, user: str) -> AsyncWorkspace:
+        """The same workspace acting as `user`; only a workspace admin may ask.
+
+        Raises:
+            PermissionDenied: The principal is not a workspace admin.
+            ItemNotFound: There is no such user.
+        """
+        name = check_name(user, what="user")
+
+        def check(ctx: Context) -> None:
+            if name != ctx.principal.name:
+                ctx.rules.check_admin(f"act as {name}")
+            if ctx.q.principal(name) is None:
+                raise ItemNotFound(f"There is no user {name!r}.", hint="tidemill ws users list")
+
+        await self.transact(check)
+        other = AsyncWorkspace(self.store, workspace=self.name, user=name, create=False)
+        other._keyring = self._keyring
+        other._ready = True
+        return other
+
+    async def run_plan(self, path: str, *, draft: bool = False) -> RunPlan:
+        """The flow to run for `path`, as the principal (who needs the viewer role).
+
+        Args:
+            path: The flow's path.
+            draft: Run the principal's draft of it (a preview) instead of what
+                is deployed; the workspace scripts and flows it names are
+                read from the principal's drafts too, where it has them.
+
+        Raises:
+            ItemNotFound: No flow (or draft) there that the principal may read.
+            FlowValidationError: The flow, with what it includes, is not valid.
+        """
+        path = str(ItemPath.parse(path))
+
+        def plan(ctx: Context) -> RunPlan:
+            missing = ItemNotFound(
+                f"No {'draft of a ' if draft else ''}flow at {path} that "
+                f"{ctx.principal.name} may run.",
+                hint=f"List the flows: tidemill ws list {path.rsplit('/', 1)[0]} --kind flow",
+                context={"path": path},
+            )
+            if not ctx.rules.allows("read", path):
+                raise missing
+            version = 0
+            if draft:
+                found = ctx.q.draft(path, ctx.principal.name)
+                if found is None or found.kind != "flow":
+                    raise missing
+                document = found.value
+            else:
+                stored = ctx.q.item(path)
+                if stored is None or stored.item.deleted or stored.item.kind != "flow":
+                    raise missing
+                document, version = stored.item.value, stored.item.version
+            includes = WorkspaceIncludes(ctx, drafts=draft)
+            label = f"{path}@{'draft' if draft else version}"
+            flow = Flow.from_dict(
+                {"name": path.rsplit("/", 1)[-1], **document}, source=label, includes=includes
+            )
+            source = {
+                "workspace": ctx.q.ws,
+                "path": path,
+                "version": version,
+                "draft": draft,
+                "items": dict(includes.used),
+            }
+            return RunPlan(flow, ctx.principal.name, source)
+
+        return await self.transact(plan)
+
+    async def record_run(self, run_id: str, plan: RunPlan) -> None:
+        """Audit a run started from `plan`."""
+        source = plan.source
+
+        def record(ctx: Context) -> None:
+            ctx.audit(
+                "run.start",
+                source.get("path"),
+                run_id=run_id,
+                version=source.get("version"),
+                draft=source.get("draft", False),
+            )
+
+        await self.transact(record)
+
+    async def resolve(self, value: Any, *, purpose: str = "") -> Resolved:
+        """`value` with its `$var:` and `$res:` references resolved as the principal.
+
+        Raises:
+            UnresolvedReference: A reference the principal cannot read.
+        """
+        return await self.transact(lambda ctx: resolve_references(ctx, value, purpose=purpose))
+
+    async def __aenter__(self) -> AsyncWorkspace:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
