@@ -273,4 +273,6 @@ def test_digest_is_the_sha256_of_the_canonical_dump() -> None:
     canonical = json.dumps(flow.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     assert flow.digest() == hashlib.sha256(canonical.encode()).hexdigest()
     # A known value: changes only when the model's fields or defaults change.
-    assert canonical.startswith('{"concurrency":null,"inputs":{},"name":"","result":null,"steps":[')
+    assert canonical.startswith(
+        '{"concurrency":null,"description":"","inputs":{},"name":"","result":null,"steps":['
+    )

@@ -317,6 +317,9 @@ class Flow(FlowModel):
     summary: str = ""
     """What the flow does, for people."""
 
+    description: str = ""
+    """More on what the flow does and how to use it (the workspace shows and searches it)."""
+
     inputs: dict[str, Any] = Field(default_factory=dict)
     """The JSON Schema of the flow's input (`{}` accepts anything)."""
 

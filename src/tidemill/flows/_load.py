@@ -44,7 +44,7 @@ F = TypeVar("F", bound=BaseModel)
 
 _SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 
-WORKSPACE_PATH = re.compile(r"^[uf](/[a-z0-9][a-z0-9_-]{0,63}){2,}$")
+WORKSPACE_PATH = re.compile(r"^[uf](/[a-z0-9][a-z0-9_-]{0,63}){2,}\Z")
 """A script or sub-flow `path` of this shape names a workspace item, not a file."""
 
 

@@ -30,7 +30,7 @@ from tidemill.errors import ConfigurationError
 
 __all__ = ["NAME", "InvalidPath", "ItemPath", "check_name", "is_item_path"]
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
 """One segment of a path, and the form of user, group and folder names."""
 
 _SHAPE = "u/<user>/<name> or f/<folder>/<name>, segments of a-z, 0-9, '_' and '-'"

@@ -25,7 +25,7 @@ from tidemill.workspace._session import Context
 
 __all__ = ["MAX_DEPTH", "REFERENCE", "Resolved", "has_references", "resolve_references"]
 
-REFERENCE = re.compile(r"^\$(var|res):([uf](?:/[a-z0-9][a-z0-9_-]{0,63}){2,})$")
+REFERENCE = re.compile(r"^\$(var|res):([uf](?:/[a-z0-9][a-z0-9_-]{0,63}){2,})\Z")
 """A whole string that names a variable or a resource by path."""
 
 MAX_DEPTH = 8
