@@ -17,9 +17,9 @@ import pytest
 from tidemill.agents.checkpoint import MemoryCheckpointer
 from tidemill.agents.journal import RunFinished
 from tidemill.engine._journal import StepJournal
-from tidemill.engine.ai._schema import function_source, signature_schema
 from tidemill.engine.ai._tools import tool_schema
 from tidemill.flows import AgentToolSpec
+from tidemill.flows._signature import function_source, signature_schema
 
 
 @pytest.fixture

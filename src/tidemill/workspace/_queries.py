@@ -308,18 +308,22 @@ class Queries:
         kind: ItemKind | None,
         deleted: bool,
     ) -> list[Item]:
-        sql = f"SELECT {_ITEM} FROM tm_ws_items WHERE workspace = ? AND path > ?"
+        # Byte order on both databases (SQLite's default; "C" on PostgreSQL, with an
+        # index of its own), so pages follow one order and a prefix is a key range.
+        path = 'path COLLATE "C"' if self.tx.dialect == "postgres" else "path"
+        sql = f"SELECT {_ITEM} FROM tm_ws_items WHERE workspace = ? AND {path} > ?"
         params: list[Any] = [self.ws, after or ""]
         if prefix:
-            # Not LIKE: paths hold '_', LIKE's wildcard; not a range: collations differ.
-            sql += " AND substr(path, 1, ?) = ?"
-            params += [len(prefix), prefix]
+            # Path characters sort below '~': [prefix, prefix + '~') holds every path
+            # under it; substr makes it exact for any prefix text.
+            sql += f" AND {path} >= ? AND {path} < ? AND substr(path, 1, ?) = ?"
+            params += [prefix, prefix + "~", len(prefix), prefix]
         if kind is not None:
             sql += " AND kind = ?"
             params.append(kind)
         if not deleted:
             sql += " AND deleted_at IS NULL"
-        sql += " ORDER BY path LIMIT ?"
+        sql += f" ORDER BY {path} LIMIT ?"
         params.append(limit)
         return [_item(row, with_value=False).item for row in self.tx.all(sql, params)]
 

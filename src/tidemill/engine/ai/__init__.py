@@ -8,7 +8,8 @@ its pauses and its usage records. `ai_action` is the single model call.
   `_hints`: those errors' hints in a flow's words (`api_key: env:NAME`, not `api_key=`).
 - `_agent`: an `ai_agent` step set up (tools, model, runtime); `_agent_step`:
   one execution of it, continuing its thread from the journal.
-- Tools: `_tools` and `_schema` (scripts and functions), `_child_tools` and
+- Tools: `_tools` (scripts and functions, their schemas read by
+  `tidemill.flows._signature`), `_child_tools` and
   `_child_runs` (flows and agents as child runs), `_mcp`, `_question`
   (`ask_person`), `_delegation`, `_admission` and `_specialist` (specialists).
 - Pauses: `_pause` (`AgentPause`), and what a person's decision must match in

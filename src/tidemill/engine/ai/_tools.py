@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidemill.engine._step_env import StepInfo, call_in_process
-from tidemill.engine.ai._schema import function_source, signature_schema
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 from tidemill.errors import ConfigurationError, ExpressionError
 from tidemill.flows import AgentToolSpec, compile_expression
+from tidemill.flows._signature import function_source, signature_schema
 from tidemill.store import Store
 from tidemill.tools import Tool, ToolContext, ToolReturn
 

@@ -63,6 +63,8 @@ CREATE TABLE tm_ws_items (
     deleted_at    DOUBLE PRECISION,
     PRIMARY KEY (workspace, path)
 );
+-- Listing pages in byte order, as SQLite does, whatever the database's collation.
+CREATE INDEX tm_ws_items_bytes ON tm_ws_items (workspace, path COLLATE "C");
 
 CREATE TABLE tm_ws_versions (
     workspace     TEXT NOT NULL,

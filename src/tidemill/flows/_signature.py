@@ -1,9 +1,13 @@
-r"""A tool's JSON Schema, read from the source of its `main(...)` with `ast`.
+r"""The JSON Schema of a Python function's parameters, read from its source with `ast`.
 
 An `ai_agent` tool is inline Python (or a `module:function`) that runs in the
 worker's script pool. Its arguments are the parameters of its function, typed
 by their hints. The schema the model sees is built from the parsed source:
-the code is never executed in the worker to learn its signature.
+the code is never executed in the worker to learn its signature. A workspace
+script (`tidemill.workspace`) describes its inputs the same way.
+
+This module sits at the bottom of `tidemill.flows` (it imports no other flows
+module), so the layers above it, the workspace and the engine, can share it.
 
 A worker describes the same tools for every step of a flow, so both the
 parse and the module's source are cached: `signature_schema` by the source
