@@ -74,6 +74,7 @@ from tidemill.types import (
     ToolResult,
     Usage,
 )
+from tidemill.workspace import AsyncWorkspace, Workspace
 
 __all__ = [
     "AgentBuilder",
@@ -86,6 +87,7 @@ __all__ = [
     "ApprovalDecisionError",
     "ApprovalError",
     "AsyncEngine",
+    "AsyncWorkspace",
     "AuthenticationError",
     "Checkpointer",
     "ConfigurationError",
@@ -141,6 +143,7 @@ __all__ = [
     "ToolRetriesExceeded",
     "ToolSuspended",
     "Usage",
+    "Workspace",
     "__version__",
     "agent",
     "tool",

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from tidemill._version import __version__
-from tidemill.cli import _approvals, _common, _db, _flow, _proxy, _run, _runs, _worker
+from tidemill.cli import _approvals, _common, _db, _flow, _proxy, _run, _runs, _sync, _worker, _ws
 from tidemill.errors import FlowInputError, TidemillError
 
 __all__ = ["build_parser", "main"]
@@ -31,6 +31,8 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]],
     _flow.register,
     _db.register,
     _proxy.register,
+    _ws.register,
+    _sync.register,
 )
 
 _BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
@@ -43,7 +45,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Run]]:
     Examples:
         >>> parser, commands = build_parser()
         >>> sorted(commands)
-        ['approvals', 'db', 'flow', 'proxy', 'run', 'runs', 'worker']
+        ['approvals', 'db', 'flow', 'proxy', 'run', 'runs', 'sync', 'worker', 'ws']
     """
     parser = argparse.ArgumentParser(
         prog="tidemill",

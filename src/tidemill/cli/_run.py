@@ -53,6 +53,9 @@ Each -i value is read as JSON when it is JSON, else as a string:
 Progress goes to stderr and the result, as JSON, to stdout:
   tidemill run flow.yaml -i n=3 | jq .
 
+A workspace flow runs by its path, as deployed or as your draft:
+  tidemill run f/support/triage -i ticket=42    tidemill run f/support/triage --draft
+
 exit status: 0 the run succeeded, 1 it failed or was cancelled,
 2 bad flow, input or options, 130 interrupted (the run stays in the store).
 """
@@ -112,7 +115,10 @@ def register(
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("flow", metavar="FLOW", help="the flow file (YAML or JSON)")
+    parser.add_argument(
+        "flow", metavar="FLOW",
+        help="the flow file (YAML or JSON), or a workspace flow's path (f/<folder>/<name>)",
+    )  # fmt: skip
     parser.add_argument(
         "-i",
         "--input",
@@ -143,6 +149,10 @@ def register(
         action="store_true",
         help="only submit the run and print its id; a `tidemill worker` executes it",
     )
+    parser.add_argument("--draft", action="store_true", help="run your draft of a workspace flow")
+    parser.add_argument("--as", dest="actor", metavar="USER",
+                        help="run as this user (workspace admins only)")  # fmt: skip
+    parser.add_argument("--workspace", metavar="NAME", help="the workspace (default: default)")
     return run
 
 
@@ -164,27 +174,35 @@ def load_flow(path: str) -> Flow:
 
 def run(args: argparse.Namespace) -> int:
     """Run the flow; return 0 (succeeded), 1 (failed or cancelled) or 130 (interrupted)."""
+    from tidemill.cli._ws import is_workspace_target, submit_flow
+
     inputs = read_inputs(args.inputs, args.input_file)
-    flow = load_flow(args.flow)
+    by_path = is_workspace_target(args.flow)
+    if args.draft and not by_path:
+        raise ConfigurationError(
+            f"--draft runs a draft of a workspace flow; {args.flow} is not a workspace path.",
+            hint="Name the flow by its path, e.g. tidemill run f/support/triage --draft",
+        )
+    flow = None if by_path else load_flow(args.flow)
     from tidemill.engine import AsyncEngine
 
     async def main() -> int:
         engine = AsyncEngine(db_url(args))
         try:
             await engine.__aenter__()
-            run_id = await engine.submit(flow, inputs)
+            run_id, label = await submit_flow(engine, args, flow, inputs)
             if args.detach:
                 print(run_id)
                 option = db_option(args)
                 print(
-                    f"submitted run {run_id} of flow {flow.name or args.flow!r}\n"
+                    f"submitted run {run_id} of flow {label}\n"
                     f"  execute it:  tidemill worker{option}\n"
                     f"  watch it:    tidemill runs show {run_id}{option}",
                     file=sys.stderr,
                 )
                 return 0
             follower = Follower(engine, run_id, args)
-            follower.say(f"run {run_id} of flow {flow.name or args.flow!r} started")
+            follower.say(f"run {run_id} of flow {label} started")
             models = ModelOptions.of(args)
             return await follow(engine, follower, concurrency=args.concurrency, models=models)
         finally:

@@ -20,7 +20,13 @@ from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.runs._waits import Wait, read_waits
 from tidemill.engine.workers._worker import Worker
-from tidemill.errors import RunFailed, RunNotFound, RunStateError, RunTimeout
+from tidemill.errors import (
+    ConfigurationError,
+    RunFailed,
+    RunNotFound,
+    RunStateError,
+    RunTimeout,
+)
 from tidemill.flows import Flow, compile_expression
 from tidemill.store import (
     DEFAULT_URL,
@@ -36,6 +42,7 @@ from tidemill.store import (
     upgrade,
 )
 from tidemill.types import Message
+from tidemill.workspace import AsyncWorkspace
 
 __all__ = ["AsyncEngine", "RunInfo"]
 
@@ -64,6 +71,12 @@ class RunInfo:
     """When it was submitted (seconds since the epoch)."""
     finished_at: float | None
     """When it ended, if it has."""
+    run_as: str | None = None
+    """The workspace user its `$var:`/`$res:` references are resolved as; None: no one."""
+    source: dict[str, Any] | None = None
+    """What it ran, for a run of a workspace path (`AsyncEngine.submit_path`):
+    `workspace`, `path`, `version` (0 for a draft), `draft`, and `items`, the
+    version of each workspace script and flow it included."""
 
     @property
     def done(self) -> bool:
@@ -77,8 +90,9 @@ def _info(tx: Tx, run: RunRow, status: str | None = None) -> RunInfo:
         status = tx.shown_status(run.id) or run.status
     result = tx.payload(run.id, "result") if status == "succeeded" else None
     return RunInfo(
-        run.id, run.flow_name, status, result, run.error, run.created_at, run.finished_at
-    )
+        run.id, run.flow_name, status, result, run.error, run.created_at, run.finished_at,
+        run.run_as, run.source,
+    )  # fmt: skip
 
 
 def _status(tx: Tx, *, run_id: str) -> str:
@@ -133,23 +147,45 @@ class AsyncEngine:
         store = await self._open()
         return await store.transact(fn)
 
-    async def submit(self, flow: Flow | str | Path, inputs: Mapping[str, Any] | None = None) -> str:
+    async def submit(
+        self,
+        flow: Flow | str | Path,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        run_as: str | None = None,
+        source: Mapping[str, Any] | None = None,
+    ) -> str:
         """Validate the input and enqueue a run; return its id.
+
+        Args:
+            flow: The flow, or the path of a flow file.
+            inputs: The flow's input.
+            run_as: The workspace user the run's `$var:` and `$res:`
+                references are resolved as, when its jobs run (None: no one;
+                a step with references then fails). `submit_path` sets it
+                to the workspace's principal.
+            source: What the run ran, recorded with it (`RunInfo.source`).
 
         Raises:
             FlowValidationError: The flow (file) is malformed, or `Flow.check` finds a
                 mistake in it (a model spec, a placeholder, a script's inputs).
             FlowInputError: `inputs` does not fit the flow's input schema.
         """
-        (run_id,) = await self.submit_many(flow, [inputs or {}])
+        (run_id,) = await self.submit_many(flow, [inputs or {}], run_as=run_as, source=source)
         return run_id
 
     async def submit_many(
-        self, flow: Flow | str | Path, inputs: Sequence[Mapping[str, Any]]
+        self,
+        flow: Flow | str | Path,
+        inputs: Sequence[Mapping[str, Any]],
+        *,
+        run_as: str | None = None,
+        source: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """Enqueue one run per input, in one transaction; return their ids in order.
 
         Every input is validated first: one bad input enqueues nothing.
+        `run_as` and `source` are `submit`'s, for every run.
         """
         flow = _load(flow)
         checked = [flow.validate_input(each) for each in inputs]
@@ -161,7 +197,16 @@ class AsyncEngine:
         def create(tx: Tx) -> list[str]:
             change = Transition(tx, self.defs, now)
             return [
-                change.create(flow, digest, body, each, concurrency_key=key, limit=limit).id
+                change.create(
+                    flow,
+                    digest,
+                    body,
+                    each,
+                    concurrency_key=key,
+                    limit=limit,
+                    run_as=run_as,
+                    source=source,
+                ).id
                 for each, key in zip(checked, keys, strict=True)
             ]
 
@@ -169,6 +214,40 @@ class AsyncEngine:
         for worker in self._workers:
             worker.wake()
         return run_ids
+
+    async def submit_path(
+        self,
+        workspace: AsyncWorkspace,
+        path: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        draft: bool = False,
+    ) -> str:
+        """Run the workspace flow at `path`, as the workspace's principal; return the run's id.
+
+        The flow is what is deployed there (or, with `draft`, the principal's
+        draft of it), with the workspace scripts and sub-flows it names read
+        as the principal; the run records who it runs as (`RunInfo.run_as`)
+        and the versions it ran (`RunInfo.source`), and the workspace audits
+        its start. The workspace must be in this engine's database.
+
+        Raises:
+            ItemNotFound: No flow (or draft) at `path` the principal may run.
+            FlowValidationError: The flow, with what it includes, is not valid.
+            FlowInputError: `inputs` does not fit the flow's input schema.
+            ConfigurationError: The workspace is in another database.
+        """
+        if workspace.store is not self.store and str(workspace.store.url) != str(self.url):
+            raise ConfigurationError(
+                f"The workspace is in {workspace.store.url}, the engine in {self.url}: "
+                "a run's references are resolved in the engine's database.",
+                hint="Open the workspace on the engine's store: AsyncWorkspace(engine.store, ...).",
+                context={"workspace_store": str(workspace.store.url), "engine": str(self.url)},
+            )
+        plan = await workspace.run_plan(path, draft=draft)
+        run_id = await self.submit(plan.flow, inputs, run_as=plan.run_as, source=plan.source)
+        await workspace.record_run(run_id, plan)
+        return run_id
 
     @staticmethod
     def _concurrency_key(flow: Flow, digest: str, flow_input: Mapping[str, Any]) -> str | None:

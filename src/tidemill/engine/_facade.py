@@ -15,6 +15,7 @@ from tidemill.errors import RunStateError
 from tidemill.flows import Flow
 from tidemill.store import ApprovalRow, JobRow, LogRow
 from tidemill.types import Message
+from tidemill.workspace import AsyncWorkspace, Workspace
 
 __all__ = ["Engine", "Run"]
 
@@ -111,9 +112,43 @@ class Engine:
         """The store's URL."""
         return str(self.core.url)
 
-    def submit(self, flow: Flow | str | Path, inputs: Mapping[str, Any] | None = None) -> Run:
-        """Validate the input and enqueue a run."""
-        return Run(self, self._call(self.core.submit(flow, inputs)))
+    def submit(
+        self,
+        flow: Flow | str | Path,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        run_as: str | None = None,
+        source: Mapping[str, Any] | None = None,
+    ) -> Run:
+        """Validate the input and enqueue a run (see `AsyncEngine.submit`)."""
+        return Run(self, self._call(self.core.submit(flow, inputs, run_as=run_as, source=source)))
+
+    def submit_path(
+        self,
+        workspace: Workspace | AsyncWorkspace,
+        path: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        draft: bool = False,
+    ) -> Run:
+        """Run the workspace flow at `path` as its principal (see `AsyncEngine.submit_path`).
+
+        Examples:
+            >>> import tempfile
+            >>> from tidemill import Engine
+            >>> from tidemill.workspace import Workspace
+            >>> url = f"sqlite:///{tempfile.mkdtemp()}/t.db"
+            >>> with Engine(url) as engine, Workspace(url, user="ada") as ws, engine.worker():
+            ...     _ = ws.add_folder("demo")
+            ...     _ = ws.write("f/demo/echo", "flow", {"steps": [{"id": "a", "identity": {},
+            ...         "inputs": {"who": "$var:f/demo/who"}}]})
+            ...     _ = ws.write("f/demo/who", "variable", "the team")
+            ...     run = engine.submit_path(ws, "f/demo/echo")
+            ...     print(run.wait(timeout=60), run.info().run_as, run.info().source["version"])
+            {'who': 'the team'} ada 1
+        """
+        core = workspace.core if isinstance(workspace, Workspace) else workspace
+        return Run(self, self._call(self.core.submit_path(core, path, inputs, draft=draft)))
 
     def run(self, run_id: str) -> Run:
         """A handle on an existing run (checked to exist)."""

@@ -13,9 +13,11 @@ offline (`--model-alias '*=fake'`) or on another model than they name.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -47,6 +49,25 @@ class ModelChoice:
     """The step asking, for resolvers that script per step."""
     agent: str = ""
     """The specialist asking, when an `ai_agent` step delegated; empty for the step's own model."""
+    credentials: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    """Keyword arguments of `tidemill.llm.resolve_model` (an `api_key`, a `base_url`,
+    `headers`, ...), resolved as the run's identity from the step's `provider`
+    resource and `api_key: $var:`; None: none. Never logged: it holds secrets.
+    The step's own `base_url` and `api_key: env:` win over them."""
+
+    def credentials_digest(self) -> str | None:
+        """A digest of `credentials`, to tell models built with other ones apart (None: none).
+
+        Examples:
+            >>> ModelChoice("fake").credentials_digest() is None
+            True
+            >>> len(ModelChoice("fake", credentials={"api_key": "k"}).credentials_digest())
+            64
+        """
+        if not self.credentials:
+            return None
+        text = json.dumps(dict(self.credentials), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 ModelResolver = Callable[[ModelChoice], Model]
@@ -80,7 +101,8 @@ def default_models(choice: ModelChoice, *, http_client: httpx.AsyncClient | None
         False
         >>> asyncio.run(client.aclose())
     """
-    options: dict[str, Any] = {}
+    offline = not sends_requests(choice.spec)
+    options: dict[str, Any] = {} if offline else dict(choice.credentials or {})
     if choice.base_url:
         options["base_url"] = choice.base_url
     if choice.api_key:
@@ -94,7 +116,6 @@ def default_models(choice: ModelChoice, *, http_client: httpx.AsyncClient | None
                 context={"env": [name]},
             )
         options["api_key"] = key
-    offline = not sends_requests(choice.spec)
     if offline:
         options["record"] = False
     elif http_client is not None:
@@ -111,7 +132,7 @@ def aliased_models(
     The lookup is the proxy's (`ModelAliases.target`): the spec as the step
     writes it (`openai:gpt-4o-mini`), else `*`. An aliased step gets its
     alias's model, built by `resolve` from the alias's spec (or the `Model`
-    given), without the step's `base_url` and `api_key`: they belong to the
+    given), without the step's `base_url`, `api_key` and credentials: they belong to the
     model the step names, not to the one serving it. With no aliases,
     `resolve` itself is returned.
 
@@ -139,7 +160,7 @@ def aliased_models(
             return resolve(choice)
         if isinstance(target, Model):
             return target
-        return resolve(replace(choice, spec=target, base_url=None, api_key=None))
+        return resolve(replace(choice, spec=target, base_url=None, api_key=None, credentials=None))
 
     return resolver
 
@@ -164,8 +185,9 @@ class ModelCache:
     its retries) is built once, not per step, and the worker closes them
     when it stops. The models all send through the worker's one `httpx`
     client (building a client costs tens of milliseconds: it loads the
-    certificate store). Models are keyed by spec, base URL and key
-    variable, not by step.
+    certificate store). Models are keyed by spec, base URL, key variable
+    and a digest of their resolved credentials (another identity's key is
+    another model), not by step.
 
     Examples:
         >>> import asyncio
@@ -177,10 +199,10 @@ class ModelCache:
 
     def __init__(self, resolve: ModelResolver) -> None:
         self._resolve = resolve
-        self._models: dict[tuple[str, str | None, str | None], Model] = {}
+        self._models: dict[tuple[str, str | None, str | None, str | None], Model] = {}
 
     def __call__(self, choice: ModelChoice) -> Model:
-        key = (choice.spec, choice.base_url, choice.api_key)
+        key = (choice.spec, choice.base_url, choice.api_key, choice.credentials_digest())
         model = self._models.get(key)
         if model is None:
             model = self._resolve(choice)

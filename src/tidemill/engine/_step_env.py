@@ -14,8 +14,8 @@ import asyncio
 import contextvars
 import importlib
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._lease import Lease
@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from tidemill.engine._journal import Journals
     from tidemill.engine._metrics import Metrics
 
-__all__ = ["ApprovalPlan", "StepEnv", "StepInfo", "call_in_process", "current_step"]
+__all__ = ["ApprovalPlan", "Secrets", "StepEnv", "StepInfo", "call_in_process", "current_step"]
+
+MASK = "***"
+"""What a secret's plaintext is replaced with in what a job records."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,82 @@ class ApprovalPlan:
     on_timeout: str
 
 
+class Secrets:
+    """The plaintexts of the secrets one job resolved: masked in everything it records.
+
+    The worker makes one per job and hands it to the job's log writer and to
+    the step (`StepEnv.secrets`); resolving the step's references adds to
+    it. What the step prints, its error and its usage records have every
+    plaintext replaced by `***` before they are stored (the longest first,
+    so a secret inside another is not half shown).
+
+    Examples:
+        >>> secrets = Secrets()
+        >>> secrets.add({"hunter2", "pw"})
+        >>> secrets.mask("login pw, then hunter2")
+        'login ***, then ***'
+        >>> secrets.mask_value({"e": ["hunter2!", 3]})
+        {'e': ['***!', 3]}
+    """
+
+    __slots__ = ("_texts",)
+
+    def __init__(self, texts: Iterable[str] = ()) -> None:
+        self._texts: tuple[str, ...] = ()
+        self.add(texts)
+
+    def __bool__(self) -> bool:
+        return bool(self._texts)
+
+    def __repr__(self) -> str:
+        return f"Secrets({len(self._texts)} hidden)"
+
+    def add(self, texts: Iterable[str]) -> None:
+        """Mask these plaintexts too (empty ones cannot be masked and are left out)."""
+        known = set(self._texts)
+        known.update(text for text in texts if isinstance(text, str) and text)
+        self._texts = tuple(sorted(known, key=lambda text: (-len(text), text)))
+
+    @property
+    def longest(self) -> int:
+        """The length of the longest secret (0 when there is none)."""
+        return len(self._texts[0]) if self._texts else 0
+
+    def mask(self, text: str) -> str:
+        """`text` with every secret replaced by `***`."""
+        for secret in self._texts:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def mask_value(self, value: Any) -> Any:
+        """`value` (JSON-like) with every secret in its strings (keys too) replaced by `***`."""
+        if not self._texts:
+            return value
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, Mapping):
+            return {self.mask_value(k): self.mask_value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            masked = [self.mask_value(v) for v in value]
+            return tuple(masked) if isinstance(value, tuple) else masked
+        return value
+
+    def pending(self, text: str) -> int:
+        """How many characters at the end of `text` may begin a secret printed in pieces.
+
+        A log writer keeps them back until more comes (or the step ends), so a
+        secret split across two writes is still masked.
+        """
+        best = 0
+        for secret in self._texts:
+            for size in range(min(len(secret) - 1, len(text)), best, -1):
+                if text.endswith(secret[:size]):
+                    best = size
+                    break
+        return best
+
+
 @dataclass(frozen=True, slots=True)
 class StepEnv:
     """What executing a step may use besides its inputs.
@@ -109,6 +188,10 @@ class StepEnv:
             None: the output comes with the step's outcome only.
         lease: The worker's claim on the job, checked before each effect
             (`hold`); None: nothing to check (the job is not leased).
+        secrets: The secrets the job resolved, masked in all it records.
+        credentials: For an AI step naming a `provider` resource or an
+            `api_key: $var:`, the keyword arguments of the provider layer its
+            model is built with, resolved as the run's identity (never logged).
     """
 
     job: JobRow
@@ -120,6 +203,8 @@ class StepEnv:
     metrics: Metrics | None = None
     on_output: Callable[[str, str], None] | None = None
     lease: Lease | None = None
+    secrets: Secrets = field(default_factory=Secrets)
+    credentials: Mapping[str, Any] | None = field(default=None, repr=False)
 
     async def hold(self) -> None:
         """Return when the job is still this worker's (see `Lease.hold`).

@@ -4,11 +4,16 @@
 Both name their model with the agent library's spec strings
 (`openai:gpt-4o-mini`, `anthropic:claude-sonnet-4-5`, `fake`, ...). A key
 in a flow file is never written out: `api_key: env:NAME` reads the
-environment variable `NAME` on the worker when the step runs.
+environment variable `NAME` on the worker when the step runs, and
+`api_key: $var:<path>` a workspace variable (a secret), resolved as the
+run's identity. `provider: $res:<path>` names a workspace resource of a
+provider type (`openai`, `anthropic`, ...): the model is built with its
+credentials (its key, base URL, headers), resolved as the run's identity.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from jsonschema import SchemaError
@@ -76,6 +81,30 @@ def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     return schema
 
 
+_WORKSPACE_PATH = r"[uf](?:/[a-z0-9][a-z0-9_-]{0,63}){2,}"
+_VARIABLE = re.compile(rf"^\$var:{_WORKSPACE_PATH}\Z")
+_RESOURCE = re.compile(rf"^\$res:{_WORKSPACE_PATH}\Z")
+
+
+def _env_or_variable(value: str | None) -> str | None:
+    if value is not None and not value.startswith("env:") and not _VARIABLE.match(value):
+        raise ValueError(
+            "write `env:NAME` to read the key from an environment variable, or "
+            "`$var:<path>` to read it from a workspace variable (f/<folder>/<name>); "
+            "keys are not stored in flows"
+        )
+    return value
+
+
+def _resource_only(value: str | None) -> str | None:
+    if value is not None and not _RESOURCE.match(value):
+        raise ValueError(
+            f"write `$res:<path>` naming a workspace resource of a provider type "
+            f"(e.g. $res:f/ai/openai), not {value!r}"
+        )
+    return value
+
+
 def _env_only(value: str | None) -> str | None:
     if value is not None and not value.startswith("env:"):
         raise ValueError(
@@ -93,7 +122,12 @@ class _ModelSettings(FlowModel):
     """Another endpoint for the provider (an OpenAI-compatible server, a proxy)."""
 
     api_key: str | None = None
-    """`env:NAME` to read the key from the worker's environment variable `NAME`."""
+    """`env:NAME` to read the key from the worker's environment variable `NAME`, or
+    `$var:<path>` to read it from a workspace variable, as the run's identity."""
+
+    provider: str | None = None
+    """`$res:<path>`: a workspace resource of a provider type whose credentials the
+    model is built with (resolved as the run's identity when the step runs)."""
 
     temperature: float | None = Field(default=None, ge=0, le=2)
     """Sampling temperature, when the model accepts one."""
@@ -104,7 +138,8 @@ class _ModelSettings(FlowModel):
     metadata: dict[str, str] = Field(default_factory=dict)
     """Inference metadata recorded with the usage, e.g. `experiment_id`, `exposure_id`."""
 
-    _no_plain_keys = field_validator("api_key")(_env_only)
+    _no_plain_keys = field_validator("api_key")(_env_or_variable)
+    _provider_resource = field_validator("provider")(_resource_only)
 
     def model_problems(self) -> list[tuple[str, str]]:
         """The model specs it names that the provider layer cannot read: (field path, message)."""

@@ -43,17 +43,24 @@ class RunRow:
     started_at: float | None
     finished_at: float | None
     error: dict[str, Any] | None
+    run_as: str | None = None
+    """Who the run runs as: its `$var:`/`$res:` references are resolved as this
+    workspace user. None: no one (a run with references then fails them).
+    Child runs have their root's."""
+    source: dict[str, Any] | None = None
+    """What it ran, when started from a workspace path (`RunPlan.source`):
+    `workspace`, `path`, `version`, `draft`, `items`. Child runs have their root's."""
 
     COLUMNS = (
         "id, root_id, parent_id, parent_job, child_index, scope, flow_name, digest, status, "
-        "concurrency_key, created_at, started_at, finished_at, error"
+        "concurrency_key, created_at, started_at, finished_at, error, run_as, source"
     )
 
     @classmethod
     def of(cls, row: tuple[Any, ...]) -> RunRow:
         """Build from a row selected with `COLUMNS`."""
-        (id_, root, parent, job, index, scope, name, digest, status, key, *times, error) = row
-        created, started, finished = times
+        (id_, root, parent, job, index, scope, name, digest, status, key, *rest) = row
+        created, started, finished, error, run_as, source = rest
         return cls(
             id_,
             root,
@@ -69,6 +76,8 @@ class RunRow:
             started,
             finished,
             _json(error),
+            run_as,
+            _json(source),
         )
 
 

@@ -40,6 +40,8 @@ from tidemill.workspace._references import Resolved, has_references
 from tidemill.workspace._resource_types import BUILTIN_TYPES, ResourceType, builtin_type
 from tidemill.workspace._search import SearchHit
 from tidemill.workspace._session import DEFAULT_WORKSPACE, local_user
+from tidemill.workspace._sync_plan import FolderChange, ItemChange, PullReport, PushPlan
+from tidemill.workspace._tree import SyncFileError
 from tidemill.workspace._values import InvalidValue
 from tidemill.workspace._workspace import AsyncWorkspace, RunPlan
 
@@ -53,23 +55,28 @@ __all__ = [
     "AuditEntry",
     "Draft",
     "Folder",
+    "FolderChange",
     "Grant",
     "Group",
     "InvalidPath",
     "InvalidValue",
     "Item",
+    "ItemChange",
     "ItemKind",
     "ItemPath",
     "Keyring",
     "MasterKey",
     "Permissions",
     "Principal",
+    "PullReport",
+    "PushPlan",
     "Resolved",
     "ResourceType",
     "Role",
     "RunPlan",
     "SearchHit",
     "SecretKeyError",
+    "SyncFileError",
     "User",
     "Version",
     "Workspace",

@@ -115,15 +115,8 @@ def prepare(
         check_resource_value(schema, value, path=path)
         for name in sorted(secret_fields(schema)):
             held = value.get(name) if isinstance(value, dict) else None
-            if held is not None and not (
-                isinstance(held, str) and REFERENCE.match(held) and held.startswith("$var:")
-            ):
-                raise InvalidValue(
-                    f"{path}: `{name}` of a {resource_type} resource is a secret, and resources "
-                    "are versioned: it must name a secret variable.",
-                    hint=f"Store it with `tidemill ws variables set --secret {path}_{name}` "
-                    f"and write `{name}: $var:{path}_{name}`.",
-                )
+            if held is not None:
+                _secret_reference(ctx, path, resource_type, name, held)
         return Content(kind, value, summary or "", description or "", resource_type)
     if kind == "variable":
         if not isinstance(value, str):
@@ -133,6 +126,23 @@ def prepare(
         check_resource_type_schema(value)
         return Content(kind, value, summary or str(value.get("title", "")), description or "")
     raise InvalidValue(f"{path}: {kind!r} is not a kind of item.")
+
+
+def _secret_reference(ctx: Context, path: str, type_name: str, name: str, held: Any) -> None:
+    """A secret field of a resource must name a secret variable the writer may read."""
+    match = REFERENCE.match(held) if isinstance(held, str) else None
+    target = match[2] if match is not None and match[1] == "var" else None
+    stored = ctx.q.item(target) if target and ctx.rules.allows("read", target) else None
+    if stored is None or stored.item.deleted or not stored.item.secret:
+        named = (
+            f" ({held} is not a secret variable {ctx.principal.name} may read)" if target else ""
+        )
+        raise InvalidValue(
+            f"{path}: `{name}` of a resource of type {type_name} is a secret, and resources "
+            f"are versioned: it must name a secret variable{named}.",
+            hint=f"Store it with `tidemill ws variables set --secret {path}_{name}` "
+            f"and write `{name}: $var:{path}_{name}`.",
+        )
 
 
 def _given(explicit: str | None, found: str) -> str:

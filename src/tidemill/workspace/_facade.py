@@ -83,6 +83,8 @@ class Workspace:
     run_plan = _blocking(AsyncWorkspace.run_plan)
     record_run = _blocking(AsyncWorkspace.record_run)
     resolve = _blocking(AsyncWorkspace.resolve)
+    pull = _blocking(AsyncWorkspace.pull)
+    push = _blocking(AsyncWorkspace.push)
 
     def close(self) -> None:
         """Close the store (when the workspace opened it) and the loop."""

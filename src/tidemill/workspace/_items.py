@@ -22,6 +22,7 @@ from tidemill.workspace._models import Draft, Item, ItemKind, Version
 from tidemill.workspace._paths import InvalidPath, ItemPath
 from tidemill.workspace._search import SearchEntry, SearchHit, SearchIndex
 from tidemill.workspace._session import Context, Session
+from tidemill.workspace._values import InvalidValue
 
 __all__ = ["ItemMethods"]
 
@@ -71,7 +72,9 @@ def _store(ctx: Context, path: str, content: Content, *, message: str, action: s
             hint="Delete it first, or write to another path.",
         )
     versioned = content.kind in VERSIONED
-    version = (stored.item.version if stored else 0) + 1 if versioned else 0
+    # After a delete the path may have held another kind: count on from its history.
+    last = max(stored.item.version if stored else 0, ctx.q.last_version(path) if stored else 0)
+    version = last + 1 if versioned else 0
     body = content.value
     if content.secret:
         body = ctx.data_key().encrypt(content.value, aad=f"{ctx.q.ws}/{path}")
@@ -360,7 +363,10 @@ class ItemMethods(Session):
         """
         path = _path(path)
         if kind not in VERSIONED:
-            raise InvalidPath(f"{path}: only scripts, flows and resources have drafts.")
+            raise InvalidValue(
+                f"{path}: only scripts, flows and resources have drafts, not a {kind}.",
+                hint="Write variables and resource types directly: they are not versioned.",
+            )
 
         def put(ctx: Context) -> Draft:
             ctx.rules.check("write", path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from tidemill.errors import ItemNotFound, WorkspaceError
+from tidemill.errors import ItemNotFound, PermissionDenied, WorkspaceError
 from tidemill.workspace._crypto import Keyring, MasterKey
 from tidemill.workspace._models import ROLES, AuditEntry, Folder, Group, Principal, Role, User
 from tidemill.workspace._paths import InvalidPath, ItemPath, check_name
@@ -44,6 +44,15 @@ def _role(role: str) -> Role:
     if role not in get_args(Role):
         raise InvalidPath(f"{role!r} is not a role.", hint=f"Use one of {', '.join(ROLES)}.")
     return role  # type: ignore[return-value]
+
+
+def _active(ctx: Context, what: str) -> None:
+    if ctx.principal.disabled:
+        raise PermissionDenied(
+            f"{ctx.principal.name} may not {what}: the user is disabled.",
+            hint="A workspace admin can enable it.",
+            context={"principal": ctx.principal.name},
+        )
 
 
 class PeopleMethods(Session):
@@ -99,8 +108,13 @@ class PeopleMethods(Session):
         return await self.transact(change)
 
     async def users(self) -> list[User]:
-        """Every user of the workspace."""
-        return await self.transact(lambda ctx: ctx.q.users())
+        """Every user of the workspace (any active user may list them, to share with)."""
+
+        def read(ctx: Context) -> list[User]:
+            _active(ctx, "list users")
+            return ctx.q.users()
+
+        return await self.transact(read)
 
     async def add_group(self, name: str, *, summary: str = "") -> Group:
         """Add a group (workspace admins only)."""
@@ -144,8 +158,13 @@ class PeopleMethods(Session):
         await self.transact(change)
 
     async def groups(self) -> list[Group]:
-        """Every group, with its members."""
-        return await self.transact(lambda ctx: ctx.q.groups())
+        """Every group, with its members (any active user may list them)."""
+
+        def read(ctx: Context) -> list[Group]:
+            _active(ctx, "list groups")
+            return ctx.q.groups()
+
+        return await self.transact(read)
 
     async def add_folder(
         self, name: str, *, summary: str = "", roles: dict[str, Role] | None = None
@@ -187,9 +206,15 @@ class PeopleMethods(Session):
         """The folders the principal may read something in (every one, for an admin)."""
 
         def read(ctx: Context) -> list[Folder]:
+            if ctx.principal.disabled:
+                return []
             grants = ctx.q.grants()
             mine = {ctx.principal.name, *(f"g/{g}" for g in ctx.principal.groups)}
-            reach = {target.split("/")[1] for target, g in grants.items() if mine & set(g)}
+            reach = {
+                target.split("/")[1]
+                for target, g in grants.items()
+                if target.startswith("f/") and mine & set(g)
+            }
             return [f for f in ctx.q.folders() if ctx.rules.is_admin or f.name in reach]
 
         return await self.transact(read)
@@ -244,8 +269,10 @@ class PeopleMethods(Session):
     async def rotate_key(self, new: MasterKey) -> None:
         """Wrap the workspace's data key with a new master key (workspace admins only).
 
-        The secrets themselves stay as they are; after this, only `new` opens
-        them. Keep the old key until every process has the new one.
+        The secrets themselves stay as they are; after this, `new` opens them.
+        Give every process the new key (`TIDEMILL_MASTER_KEY`) with the old one
+        in `TIDEMILL_MASTER_KEY_PREVIOUS` before rotating, so none is locked out
+        while the change rolls out; drop the old one afterwards.
         """
 
         def rotate(ctx: Context) -> None:

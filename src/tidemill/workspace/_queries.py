@@ -407,6 +407,14 @@ class Queries:
             )
         ]
 
+    def last_version(self, path: str) -> int:
+        """The highest version kept for a path (0: none)."""
+        row = self.tx.one(
+            "SELECT MAX(version) FROM tm_ws_versions WHERE workspace = ? AND path = ?",
+            (self.ws, path),
+        )
+        return 0 if row is None or row[0] is None else int(row[0])
+
     def version(self, path: str, number: int) -> Version | None:
         row = self.tx.one(
             f"SELECT {_VERSION} FROM tm_ws_versions WHERE workspace = ? AND path = ? "

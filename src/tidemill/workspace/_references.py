@@ -36,7 +36,7 @@ MAX_DEPTH = 8
 class Resolved:
     """A value with its references replaced, and what resolving them read."""
 
-    value: Any
+    value: Any = field(repr=False)
     secrets: set[str] = field(default_factory=set, repr=False)
     """The plaintexts of the secrets it holds: what the job's logs must mask."""
     read: dict[str, int] = field(default_factory=dict)

@@ -20,13 +20,16 @@ from typing import Any, TypeVar
 from tidemill.errors import PermissionDenied
 from tidemill.store import DEFAULT_URL as DEFAULT_STORE
 from tidemill.store import Store, StoreURL, Tx, check, upgrade
-from tidemill.workspace._crypto import DataKey, Keyring, load_master_key
+from tidemill.workspace._crypto import DataKey, Keyring, MasterKey, load_master_key
 from tidemill.workspace._models import Principal
 from tidemill.workspace._paths import NAME, check_name
 from tidemill.workspace._permissions import Permissions
 from tidemill.workspace._queries import Queries
 
-__all__ = ["DEFAULT_WORKSPACE", "Context", "Session", "local_user"]
+__all__ = ["DEFAULT_WORKSPACE", "PREVIOUS_KEYS_ENV", "Context", "Session", "local_user"]
+
+PREVIOUS_KEYS_ENV = "TIDEMILL_MASTER_KEY_PREVIOUS"
+"""Older master keys (comma-separated) still accepted while a rotation rolls out."""
 
 DEFAULT_WORKSPACE = "default"
 """The workspace used when none is named."""
@@ -94,7 +97,8 @@ class Session:
             to open an empty workspace becomes its first admin.
         keyring: The master keys secrets are wrapped with; None: read when a
             secret is first used (`TIDEMILL_MASTER_KEY`, `TIDEMILL_MASTER_KEY_FILE`,
-            or the key file next to a SQLite store).
+            or the key file next to a SQLite store; older keys still accepted
+            during a rotation in `TIDEMILL_MASTER_KEY_PREVIOUS`).
         migrate: Bring the store's schema up to date on first use (the default
             for SQLite; PostgreSQL stores are upgraded with `tidemill db upgrade`).
         environ: The environment to read the user and the master key from.
@@ -135,7 +139,15 @@ class Session:
             master = load_master_key(
                 environ=self._environ, sqlite_path=url.path if url.dialect == "sqlite" else None
             )
-            self._keyring = Keyring(master)
+            # During a rotation, processes that already have the new key still open
+            # data keys wrapped by the old ones until the rotation is done.
+            older = self._environ.get(PREVIOUS_KEYS_ENV, "")
+            previous = [
+                MasterKey.parse(text, source=PREVIOUS_KEYS_ENV)
+                for text in older.split(",")
+                if text.strip()
+            ]
+            self._keyring = Keyring(master, previous=previous)
         return self._keyring
 
     async def _open(self) -> None:

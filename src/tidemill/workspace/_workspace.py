@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemill.errors import ItemNotFound
+from tidemill.errors import ItemNotFound, PermissionDenied
 from tidemill.flows import Flow
 from tidemill.workspace._includes import WorkspaceIncludes
 from tidemill.workspace._items import ItemMethods
@@ -33,6 +33,7 @@ from tidemill.workspace._paths import ItemPath, check_name
 from tidemill.workspace._people import PeopleMethods
 from tidemill.workspace._references import Resolved, resolve_references
 from tidemill.workspace._session import Context
+from tidemill.workspace._sync import SyncMethods
 
 __all__ = ["AsyncWorkspace", "RunPlan"]
 
@@ -50,7 +51,7 @@ class RunPlan:
     included item's path and version. A run records it."""
 
 
-class AsyncWorkspace(ItemMethods, PeopleMethods):
+class AsyncWorkspace(ItemMethods, PeopleMethods, SyncMethods):
     """A workspace in a store, as one principal: see `Session` for the arguments.
 
     Every method is one transaction that asks the permission module first.
@@ -74,7 +75,9 @@ class AsyncWorkspace(ItemMethods, PeopleMethods):
                 raise ItemNotFound(f"There is no user {name!r}.", hint="tidemill ws users list")
 
         await self.transact(check)
-        other = AsyncWorkspace(self.store, workspace=self.name, user=name, create=False)
+        other = AsyncWorkspace(
+            self.store, workspace=self.name, user=name, create=False, environ=self._environ
+        )
         other._keyring = self._keyring
         other._ready = True
         return other
@@ -84,9 +87,9 @@ class AsyncWorkspace(ItemMethods, PeopleMethods):
 
         Args:
             path: The flow's path.
-            draft: Run the principal's draft of it (a preview) instead of what
-                is deployed; the workspace scripts and flows it names are
-                read from the principal's drafts too, where it has them.
+            draft: Run the principal's drafts (a preview): of the flow, where
+                the principal has one, and of the workspace scripts and flows
+                it names, where it has them; the rest as deployed.
 
         Raises:
             ItemNotFound: No flow (or draft) there that the principal may read.
@@ -96,18 +99,17 @@ class AsyncWorkspace(ItemMethods, PeopleMethods):
 
         def plan(ctx: Context) -> RunPlan:
             missing = ItemNotFound(
-                f"No {'draft of a ' if draft else ''}flow at {path} that "
-                f"{ctx.principal.name} may run.",
+                f"No flow at {path} that {ctx.principal.name} may run.",
                 hint=f"List the flows: tidemill ws list {path.rsplit('/', 1)[0]} --kind flow",
                 context={"path": path},
             )
             if not ctx.rules.allows("read", path):
                 raise missing
             version = 0
-            if draft:
-                found = ctx.q.draft(path, ctx.principal.name)
-                if found is None or found.kind != "flow":
-                    raise missing
+            found = ctx.q.draft(path, ctx.principal.name) if draft else None
+            if found is not None and found.kind != "flow":
+                found = None
+            if found is not None:
                 document = found.value
             else:
                 stored = ctx.q.item(path)
@@ -115,7 +117,7 @@ class AsyncWorkspace(ItemMethods, PeopleMethods):
                     raise missing
                 document, version = stored.item.value, stored.item.version
             includes = WorkspaceIncludes(ctx, drafts=draft)
-            label = f"{path}@{'draft' if draft else version}"
+            label = f"{path}@{'draft' if found is not None else version}"
             flow = Flow.from_dict(
                 {"name": path.rsplit("/", 1)[-1], **document}, source=label, includes=includes
             )
@@ -124,6 +126,7 @@ class AsyncWorkspace(ItemMethods, PeopleMethods):
                 "path": path,
                 "version": version,
                 "draft": draft,
+                "flow_draft": found is not None,
                 "items": dict(includes.used),
             }
             return RunPlan(flow, ctx.principal.name, source)
@@ -135,6 +138,14 @@ class AsyncWorkspace(ItemMethods, PeopleMethods):
         source = plan.source
 
         def record(ctx: Context) -> None:
+            path = str(source.get("path", ""))
+            if plan.run_as != ctx.principal.name or not ctx.rules.allows("read", path):
+                raise PermissionDenied(
+                    f"{ctx.principal.name} may not record a run of {path or 'this plan'}: "
+                    "only who the plan runs as, with the viewer role on the flow, may.",
+                    hint="Record the run with the workspace the plan was made with.",
+                    context={"principal": ctx.principal.name, "path": path},
+                )
             ctx.audit(
                 "run.start",
                 source.get("path"),

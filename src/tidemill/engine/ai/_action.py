@@ -30,6 +30,7 @@ from tidemill.errors import (
     ProviderTimeout,
     RateLimitError,
     TidemillError,
+    UnresolvedReference,
 )
 from tidemill.flows import compile_expression
 from tidemill.flows._ai import _PLACEHOLDER
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PlaceholderError",
+    "model_choice",
     "provider_retryable",
     "render",
     "run_ai_action",
@@ -197,6 +199,30 @@ def step_values(inputs: Mapping[str, Any], context: Mapping[str, Any]) -> dict[s
     return values
 
 
+def model_choice(step: AIAction | AIAgent, step_id: str, env: StepEnv) -> ModelChoice:
+    """The `ModelChoice` of an AI step's own model, with the credentials resolved for it.
+
+    `api_key: env:NAME` is the resolver's to read; `api_key: $var:` and
+    `provider: $res:` were resolved, as the run's identity, into
+    `env.credentials` before the step ran.
+
+    Raises:
+        UnresolvedReference: The step names a `provider` or a `$var:` key and
+            nothing resolved them.
+    """
+    key = step.api_key
+    needs = step.provider is not None or (key is not None and not key.startswith("env:"))
+    if needs and env.credentials is None:
+        raise UnresolvedReference(
+            f"Step {step_id!r} names its model's credentials in the workspace "
+            "(provider / api_key $var:), and they were not resolved.",
+            hint="Run the step on a worker, as a run with an identity (submit_path or run_as=).",
+            context={"step": step_id},
+        )
+    env_key = key if key is not None and key.startswith("env:") else None
+    return ModelChoice(step.model, step.base_url, env_key, step_id, credentials=env.credentials)
+
+
 def step_settings(step: AIAction | AIAgent) -> ModelSettings:
     """The model settings an AI step sets (`temperature`, `max_tokens`).
 
@@ -244,8 +270,8 @@ async def _run(
     except PlaceholderError as exc:
         return Outcome("failed", error=step_error(exc), retryable=False)
     try:
-        model = env.models(ModelChoice(action.model, action.base_url, action.api_key, step.id))
-    except ConfigurationError as exc:
+        model = env.models(model_choice(action, step.id, env))
+    except (ConfigurationError, UnresolvedReference) as exc:
         return Outcome("failed", error=step_error(exc), retryable=False)
     except Exception as exc:
         return Outcome("failed", error=step_error(exc))

@@ -20,9 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from tidemill.agents import AgentRuntime, OutputSpec, UsageLimits
 from tidemill.engine._journal import open_journal, thread_id
-from tidemill.engine._models import ModelChoice
 from tidemill.engine._outcome import Outcome
-from tidemill.engine.ai._action import render, step_error, step_settings, step_values
+from tidemill.engine.ai._action import (
+    model_choice,
+    render,
+    step_error,
+    step_settings,
+    step_values,
+)
 from tidemill.engine.ai._agent_step import AgentStep
 from tidemill.engine.ai._budget import BudgetModel, extended_duration, extended_limits
 from tidemill.engine.ai._child_runs import ChildWait
@@ -38,6 +43,7 @@ from tidemill.llm import Model
 from tidemill.tools import Tool
 
 if TYPE_CHECKING:
+    from tidemill.engine._models import ModelChoice
     from tidemill.engine._step_env import StepEnv
     from tidemill.flows import AIAgent, Step
     from tidemill.store import ApprovalRow, Tx
@@ -104,14 +110,15 @@ async def _run(
         try:
             system = render(agent.system, values, field="system") if agent.system else ""
             tools = await _tools(agent, values, site, stack)
-            model = env.models(ModelChoice(agent.model, agent.base_url, agent.api_key, step.id))
+            choice = model_choice(agent, step.id, env)
+            model = env.models(choice)
         except MCPConnectionError as exc:  # the server may be back on a later try
             return Outcome("failed", error=step_error(exc))
         except (TidemillError, ExpressionError) as exc:
             return Outcome("failed", error=step_error(exc), retryable=False)
         except Exception as exc:
             return Outcome("failed", error=step_error(exc))
-        return await _drive(step, agent, inputs, values, env, site, system, tools, model)
+        return await _drive(step, agent, inputs, values, env, site, system, tools, model, choice)
 
 
 async def _tools(
@@ -144,6 +151,7 @@ async def _drive(
     system: str,
     tools: list[Tool],
     model: Model,
+    choice: ModelChoice,
 ) -> Outcome | AgentPause | ChildWait:
     metrics = env.metrics
     metered = MeteredModel(
@@ -157,7 +165,7 @@ async def _drive(
         if agent.specialists:
             tools.append(
                 step_delegate(
-                    agent, step.id, checkpointer, models=env.models, metered=metered,
+                    agent, step.id, checkpointer, models=env.models, metered=metered, choice=choice,
                     tools=lambda spec, scope: pool_tool(spec, values, replace(site, scope=scope)),
                     settings=step_settings(agent),
                 )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tidemill.agents import AgentRuntime, Delegation, OutputSpec, UsageLimits
@@ -258,18 +258,21 @@ def step_delegate(
     metered: MeteredModel,
     tools: Callable[[AgentToolSpec, str], Tool],
     settings: ModelSettings,
+    choice: ModelChoice | None = None,
 ) -> DelegateTool:
     """The `delegate` tool of a step's agent (which has specialists).
 
     A specialist's model is resolved with its name as `ModelChoice.agent`
-    (the step's model, endpoint and key unless it names its own), and
-    metered into the step's usage records, named after it.
+    (the step's model, endpoint and key, `choice`, with its resolved
+    credentials, unless it names its own), and metered into the step's usage
+    records, named after it.
     """
+    step_choice = choice or ModelChoice(agent.model, agent.base_url, agent.api_key, step_id)
 
     def model_of(specialist: Specialist) -> Model:
         name = specialist.name
         if specialist.model is None:
-            choice = ModelChoice(agent.model, agent.base_url, agent.api_key, step_id, name)
+            choice = replace(step_choice, agent=name)
         else:
             own = (specialist.model, specialist.base_url, specialist.api_key)
             choice = ModelChoice(*own, step_id, name)

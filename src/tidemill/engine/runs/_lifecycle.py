@@ -35,14 +35,21 @@ class Lifecycle(Progress):
         *,
         concurrency_key: str | None = None,
         limit: int | None = None,
+        run_as: str | None = None,
+        source: Mapping[str, Any] | None = None,
     ) -> RunRow:
-        """Add a top-level run and queue its first steps (or wait for a concurrency slot)."""
+        """Add a top-level run and queue its first steps (or wait for a concurrency slot).
+
+        `run_as` is who its references are resolved as, `source` what it ran
+        (a workspace path's `RunPlan.source`); its child runs inherit both.
+        """
         self.tx.put_definition(digest, flow.name, body, self.now)
         self.defs.add(digest, flow)
         run_id = new_id()
         run = RunRow(
             run_id, run_id, None, None, None, "[]", flow.name or "flow", digest, "running",
-            concurrency_key, self.now, self.now, None, None,
+            concurrency_key, self.now, self.now, None, None, run_as,
+            None if source is None else dict(source),
         )  # fmt: skip
         if concurrency_key is not None and limit is not None:
             self.tx.lock_gate(concurrency_key)

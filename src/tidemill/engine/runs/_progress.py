@@ -75,7 +75,7 @@ class Progress:
         child = RunRow(
             run_id, parent.root_id, parent.id, job.id, index,
             child_scope(parent.scope, job.step_id, part), parent.flow_name, parent.digest,
-            "running", None, self.now, self.now, None, None,
+            "running", None, self.now, self.now, None, None, parent.run_as, parent.source,
         )  # fmt: skip
         self.tx.insert_run(child)
         self.tx.put_payload(run_id, "context", ctx)

@@ -4,10 +4,18 @@ A leaf step (a script, an identity) runs here and returns an `Outcome`. A
 container step (branch, parallel, for_each, flow) returns a `SpawnPlan`: the
 child runs to start. An approval step returns an `ApprovalPlan`. Failures
 in expressions or inputs become failed outcomes, never worker errors.
+
+A leaf step's `$var:` and `$res:` references (in its inputs, and in an AI
+step's `provider` and `api_key`) are resolved here, as the run's identity
+(`References`), after its inputs are evaluated; a reference that cannot be
+resolved fails the step, not retryable, and gives it no value. A container
+step passes its references on unresolved: its child runs' steps resolve
+them, so no resolved value is stored in a child's input.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -16,10 +24,20 @@ from tidemill.engine._outcome import Outcome, SpawnPlan
 from tidemill.engine._step_env import ApprovalPlan, StepEnv, StepInfo, call_in_process
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
-from tidemill.errors import ExpressionError, FlowInputError
+from tidemill.engine.workers._references import References, model_settings, step_references
+from tidemill.errors import (
+    ConfigurationError,
+    ExpressionError,
+    FlowInputError,
+    TidemillError,
+    WorkspaceError,
+)
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
 
-__all__ = ["execute", "stop_requested"]
+__all__ = ["RESOLVING_KINDS", "execute", "stop_requested"]
+
+RESOLVING_KINDS = frozenset({"script", "identity", "ai_action", "ai_agent"})
+"""The step kinds whose references are resolved when they run (the leaves)."""
 
 
 def _failed(error: BaseException, *, retryable: bool = True) -> Outcome:
@@ -29,9 +47,16 @@ def _failed(error: BaseException, *, retryable: bool = True) -> Outcome:
 
 
 async def execute(
-    step: Step, context: dict[str, Any], env: StepEnv
+    step: Step,
+    context: dict[str, Any],
+    env: StepEnv,
+    references: References | None = None,
 ) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait:
-    """Execute one step with the values its expressions see."""
+    """Execute one step with the values its expressions see.
+
+    `references` resolves a leaf step's `$var:`/`$res:` references as the
+    run's identity; None: a step that has some fails (nothing may resolve them).
+    """
     job, run, pool = env.job, env.run, env.pool
     try:
         if step.skip_if is not None and evaluate_condition(
@@ -43,8 +68,15 @@ async def execute(
         return _failed(exc, retryable=False)
     info = StepInfo(run.id, step.id, job.attempt, f"{run.id}:{step.id}")
     kind = step.kind
+    if kind in RESOLVING_KINDS:
+        resolved = await _resolve(step, inputs, env, references)
+        if isinstance(resolved, Outcome):
+            return resolved
+        inputs, env = resolved
     if kind == "identity":
-        return Outcome("succeeded", inputs if step.inputs else context.get("previous_result"))
+        result = inputs if step.inputs else context.get("previous_result")
+        # An identity step passes values on: a secret it was given is not kept in its result.
+        return Outcome("succeeded", env.secrets.mask_value(result))
     if kind == "script":
         return await _script(step, inputs, info, pool, env.on_output)
     if kind == "ai_action":
@@ -65,6 +97,37 @@ async def execute(
         return _plan(step, inputs, context)
     except (ExpressionError, FlowInputError) as exc:
         return _failed(exc, retryable=False)
+
+
+async def _resolve(
+    step: Step, inputs: dict[str, Any], env: StepEnv, references: References | None
+) -> tuple[dict[str, Any], StepEnv] | Outcome:
+    """The step's inputs and env with its references resolved, or the failure to."""
+    if not step_references(inputs, model_settings(step)):
+        return inputs, env
+    try:
+        if references is None:
+            raise ConfigurationError(
+                f"Step {step.id!r} uses workspace references ($var:/$res:), and nothing "
+                "here resolves them.",
+                hint="Run it on a worker (engine.worker(), tidemill worker).",
+            )
+        resolved = await references.resolve(env.run, env.job, step, inputs)
+    except (WorkspaceError, ConfigurationError) as exc:
+        return Outcome("failed", error=_described(exc), retryable=False)
+    env.secrets.add(resolved.secrets)
+    if resolved.credentials is not None:
+        env = dataclasses.replace(env, credentials=resolved.credentials)
+    return resolved.inputs, env
+
+
+def _described(error: BaseException) -> dict[str, Any]:
+    """An error as a step's: its type, message and hint (which never quote a secret)."""
+    message = error.message if isinstance(error, TidemillError) else str(error)
+    described: dict[str, Any] = {"type": type(error).__name__, "message": message}
+    if isinstance(error, TidemillError) and error.hint:
+        described["hint"] = error.hint
+    return described
 
 
 def stop_requested(step: Step, context: dict[str, Any], result: Any) -> bool:

@@ -7,6 +7,11 @@ when a job's buffer passes `limit` bytes): never a transaction per line.
 When the step ends, the rest goes into the transaction that records it; when
 it is stopped (its run cancelled, its lease lost, the worker abandoning it),
 the rest is written by itself, so what a step printed is kept however it ends.
+
+Every secret the job resolved (`Secrets`) is masked as `***` before its
+output leaves the writer; the end of a piece that may begin a secret is
+kept back until the next write, so a secret printed in two pieces is
+masked too.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from tidemill.engine._step_env import Secrets
 from tidemill.errors import StoreError
 from tidemill.store import JobRow, Store, Tx
 
@@ -36,6 +42,8 @@ class LogWriter:
     logs: LiveLogs
     chunks: Chunks = field(default_factory=list)
     size: int = 0
+    secrets: Secrets = field(default_factory=Secrets)
+    """The job's resolved secrets, masked in all it hands over."""
 
     def __call__(self, stream: str, text: str) -> None:
         """Keep a piece the step printed (called by the script pool)."""
@@ -49,9 +57,24 @@ class LogWriter:
         if self.size >= self.logs.limit:
             self.logs.full.set()
 
-    def take(self) -> Chunks:
-        """The pieces kept so far, handed over (the writer starts empty again)."""
+    def take(self, *, final: bool = True) -> Chunks:
+        """The pieces kept so far, secrets masked, handed over (the writer starts empty again).
+
+        Unless `final`, the end of the last piece that may begin a secret
+        stays in the writer, for the next take to mask whole.
+        """
         chunks, self.chunks, self.size = self.chunks, [], 0
+        if not self.secrets or not chunks:
+            return chunks
+        chunks = [(stream, self.secrets.mask(text)) for stream, text in chunks]
+        if not final:
+            stream, text = chunks[-1]
+            keep = self.secrets.pending(text)
+            if keep:
+                chunks[-1] = (stream, text[:-keep])
+                self.chunks, self.size = [(stream, text[-keep:])], keep
+                if not chunks[-1][1]:
+                    chunks.pop()
         return chunks
 
 
@@ -72,9 +95,14 @@ class LiveLogs:
         self._writers: dict[int, LogWriter] = {}
         self._lock = asyncio.Lock()  # a job's pieces are written in the order printed
 
-    def open(self, job: JobRow) -> LogWriter:
-        """Start keeping `job`'s output; the writer is what its steps hand it to."""
-        writer = LogWriter(job.run_id, job.id, self)
+    def open(self, job: JobRow, secrets: Secrets | None = None) -> LogWriter:
+        """Start keeping `job`'s output; the writer is what its steps hand it to.
+
+        `secrets` are the job's, masked in what is written (they may be added
+        to while the step runs).
+        """
+        kept = Secrets() if secrets is None else secrets  # an empty one is falsy: not `or`
+        writer = LogWriter(job.run_id, job.id, self, secrets=kept)
         self._writers[job.id] = writer
         return writer
 
@@ -108,7 +136,12 @@ class LiveLogs:
         """Write every running job's gathered output, in one transaction."""
         self.full.clear()
         async with self._lock:
-            batch = [(w.run_id, w.job_id, w.take()) for w in self._writers.values() if w.chunks]
+            batch = [
+                (w.run_id, w.job_id, w.take(final=False))
+                for w in self._writers.values()
+                if w.chunks
+            ]
+            batch = [entry for entry in batch if entry[2]]
             if not batch:
                 return
             try:

@@ -40,7 +40,7 @@ from tidemill.engine._models import (
     sends_requests,
 )
 from tidemill.engine._outcome import Outcome, SpawnPlan
-from tidemill.engine._step_env import ApprovalPlan, StepEnv
+from tidemill.engine._step_env import ApprovalPlan, Secrets, StepEnv
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._pause import AgentPause
 from tidemill.engine.runs._progress import Take
@@ -50,7 +50,9 @@ from tidemill.engine.scripts._pool import ScriptPool
 from tidemill.engine.workers._execute import execute, stop_requested
 from tidemill.engine.workers._leases import Leases
 from tidemill.engine.workers._logs import LiveLogs
+from tidemill.engine.workers._masking import mask_action
 from tidemill.engine.workers._prepare import Prepared, Preparer, known_results
+from tidemill.engine.workers._references import References
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
 from tidemill.flows import Step
 from tidemill.llm import Model
@@ -166,6 +168,7 @@ class Worker:
         self._slots: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._preparer = Preparer(self.defs)
+        self._references = References(store)
         self.reclaim_every = min(1.0, lease / 4)
         self._last_reclaim = 0.0
         self.processed = 0
@@ -359,9 +362,11 @@ class Worker:
         Losing the lease cancels the step (a task of its own), never the recording.
         """
         job, run, step, context = prepared.job, prepared.run, prepared.step, prepared.context
+        secrets = Secrets()  # what the step resolves: masked in all the job records
         env = StepEnv(
             job, run, self._script_pool, self.models, self.store, journals=self._journals,
-            metrics=self.metrics, on_output=self._logs.open(job), lease=lease,
+            metrics=self.metrics, on_output=self._logs.open(job, secrets), lease=lease,
+            secrets=secrets,
         )  # fmt: skip
         running = asyncio.create_task(self._run_step(job, step, context, env))
         with self._leases.step(lease, running):
@@ -446,11 +451,15 @@ class Worker:
             )
         try:
             await env.hold()  # a stall since the claim may have outlived the lease
-            action = await execute(step, context, env)
+            action = await execute(step, context, env, self._references)
         except BaseException:
             await asyncio.shield(self._logs.keep(job))
             raise
+        if isinstance(action, Outcome):
+            self._references.forget(job)  # the job ends here: nothing reuses what it resolved
         rest = await self._logs.close(job)
+        if env.secrets:
+            action = mask_action(action, env.secrets)
         if rest and isinstance(action, Outcome):
             action.logs = (*rest, *action.logs)
         elif rest:
