@@ -23,8 +23,8 @@ demo: $(STAMP)  ## Run the main job on the embedded defaults (SQLite, the offlin
 	@echo
 	$(PY) examples/approval_demo.py
 
-test: $(STAMP)  ## The whole test suite
-	$(PY) -m pytest
+test: $(STAMP)  ## The whole test suite, in two processes
+	$(PY) -m pytest -n 2
 
 check: $(STAMP)  ## Lint, format check and strict type check
 	$(VENV)/bin/ruff check src tests benchmarks examples docs_hooks.py

@@ -1,21 +1,28 @@
-"""Support triage as a durable flow: an AI classification, an agent, a person's approval.
+"""Support triage as a durable workspace flow: an AI classification, an agent, a person's approval.
 
-`examples/support-triage/flow.yaml` classifies a ticket with `ai_action` (an
+The demo pushes `examples/workspace/` into a workspace (as `tidemill sync push`
+does) and runs its flow `f/support/triage` by path, as the local user, the
+workspace's first admin. The flow classifies a ticket with `ai_action` (an
 output schema), lets an `ai_agent` look the order up and refund it (the
 refund tool needs a person's approval: the run waits; once approved, the call
-runs `support-triage/refund.yaml` as a child run), then formats the reply
-with a script. The demo approves the refund through the CLI, as a person in
-another terminal would, and prints the steps, the agent's transcript, usage
-and cost.
+runs the workspace flow `f/support/refund` as a child run), then formats the
+reply with the workspace script `f/support/format_reply`. Both AI steps take
+their provider from the resource `f/ai/llm` (`provider: $res:f/ai/llm`),
+resolved as the run's identity when the step runs. The demo approves the
+refund through the CLI, as a person in another terminal would, and prints
+the steps, the agent's transcript, usage and cost.
 
 With no API key the models are Tidemill's offline scripted models (the demo
-says so); with OPENAI_API_KEY or ANTHROPIC_API_KEY set it calls the real model.
+says so); with OPENAI_API_KEY or ANTHROPIC_API_KEY set, the key goes into
+the secret variable `f/ai/llm_key`, the resource `f/ai/llm` names it, and
+the steps call the real model.
 
     make demo        # or: python examples/support_triage.py
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -23,13 +30,18 @@ import sys
 import time
 from pathlib import Path
 
-from tidemill.engine import Engine, ModelChoice, default_models
-from tidemill.flows import Flow
+from tidemill.engine import Engine, ModelChoice, ModelResolver, default_models
 from tidemill.llm import Model, ModelRequest, ScriptedModel
 from tidemill.types import Message, ToolCall
+from tidemill.workspace import Workspace
 
-FLOW = Path(__file__).parent / "support-triage" / "flow.yaml"
+WORKSPACE = Path(__file__).parent / "workspace"
+FLOW = "f/support/triage"
 DB = "sqlite:///.tidemill/triage.db"
+REAL = {  # the key's variable, the provider resource's type, the model the steps then call
+    "OPENAI_API_KEY": ("openai", "openai:gpt-4o-mini"),
+    "ANTHROPIC_API_KEY": ("anthropic", "anthropic:claude-haiku-4-5"),
+}
 TICKET = {
     "customer": "ada@example.com",
     "ticket": "My order A-1001 arrived broken. Can I get my money back?",
@@ -67,25 +79,40 @@ def offline(choice: ModelChoice) -> Model:
     return ScriptedModel(handler=agent_script, model_name="scripted")
 
 
-def anthropic(choice: ModelChoice) -> Model:
-    """The flow names OpenAI models; with only an Anthropic key, use Claude instead."""
-    return default_models(ModelChoice("anthropic:claude-haiku-4-5", step_id=choice.step_id))
+def real(spec: str) -> ModelResolver:
+    """The steps name the offline model `fake`: with a key, call `spec` instead."""
+
+    def build(choice: ModelChoice) -> Model:
+        return default_models(dataclasses.replace(choice, spec=spec))
+
+    return build
+
+
+def deploy(ws: Workspace) -> tuple[ModelResolver, str]:
+    """Push examples/workspace; with an API key set, point f/ai/llm at that provider."""
+    plan = ws.push(WORKSPACE, message="support triage demo")
+    counts = ", ".join(f"{n} {what}" for what, n in plan.counts().items())
+    print(f"Pushed examples/workspace: {counts}.")
+    for env, (kind, spec) in REAL.items():
+        if key := os.environ.get(env):
+            # The key lives in a secret variable (encrypted at rest); the resource names it.
+            ws.write("f/ai/llm_key", "variable", key, secret=True, summary=f"The {env}")
+            value = {"api_key": "$var:f/ai/llm_key"}
+            ws.write("f/ai/llm", "resource", value, resource_type=kind, message=f"use {kind}")
+            return real(spec), f"{spec}, its key from {env} in f/ai/llm_key"
+    return offline, "Tidemill's offline scripted models (no API key is set)"
 
 
 def main() -> None:
-    if os.environ.get("OPENAI_API_KEY"):
-        models, label = default_models, "the real model named in the flow (OPENAI_API_KEY is set)"
-    elif os.environ.get("ANTHROPIC_API_KEY"):
-        models, label = anthropic, "anthropic:claude-haiku-4-5 (ANTHROPIC_API_KEY is set)"
-    else:
-        models, label = offline, "Tidemill's offline scripted models (no API key is set)"
-    flow = Flow.load(FLOW)
-    print(f"Flow {flow.name!r}: {flow.summary}")
-    print(f"Models: {label}\n")
+    with Workspace(DB) as ws:
+        models, label = deploy(ws)
+        flow = ws.get(FLOW)
+        print(f"Flow {FLOW} (version {flow.version}): {flow.summary}")
+        print(f"Models: {label}\n")
 
-    with Engine(DB) as engine, engine.worker(concurrency=4, models=models):
-        run = engine.submit(flow, TICKET)
-        print(f"Submitted run {run.id}.")
+    with Engine(DB) as engine, Workspace(DB) as ws, engine.worker(concurrency=4, models=models):
+        run = engine.submit_path(ws, FLOW, TICKET)
+        print(f"Submitted run {run.id} of {FLOW}, as {run.info().run_as}.")
         while not (pending := engine.approvals(run.id)):
             if run.info().done:
                 raise SystemExit(f"the run ended without asking for approval: {run.status}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tidemill.engine._journal import Journal, open_journal, thread_id
+from tidemill.engine.runs._decisions import audit_decision
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.runs._waits import Wait, read_waits
@@ -416,8 +417,14 @@ class AsyncEngine:
         """
         now = time.time()
         row: ApprovalRow = await self._transact(
-            lambda tx: Transition(tx, self.defs, now).reconcile(
-                approval_id, happened=happened, actor=actor, result=result
+            lambda tx: audit_decision(
+                tx,
+                Transition(tx, self.defs, now).reconcile(
+                    approval_id, happened=happened, actor=actor, result=result
+                ),
+                "approval.reconcile",
+                actor,
+                happened=happened,
             )
         )
         for worker in self._workers:
@@ -435,7 +442,12 @@ class AsyncEngine:
         """
         now = time.time()
         row: ApprovalRow = await self._transact(
-            lambda tx: Transition(tx, self.defs, now).answer(approval_id, text=text, actor=actor)
+            lambda tx: audit_decision(
+                tx,
+                Transition(tx, self.defs, now).answer(approval_id, text=text, actor=actor),
+                "approval.answer",
+                actor,
+            )
         )
         for worker in self._workers:
             worker.wake()
@@ -454,8 +466,14 @@ class AsyncEngine:
         """
         now = time.time()
         row: ApprovalRow = await self._transact(
-            lambda tx: Transition(tx, self.defs, now).extend(
-                approval_id, new_limit=new_limit, actor=actor
+            lambda tx: audit_decision(
+                tx,
+                Transition(tx, self.defs, now).extend(
+                    approval_id, new_limit=new_limit, actor=actor
+                ),
+                "approval.extend",
+                actor,
+                new_limit=new_limit,
             )
         )
         for worker in self._workers:
@@ -472,12 +490,18 @@ class AsyncEngine:
     ) -> ApprovalRow:
         now = time.time()
         row: ApprovalRow = await self._transact(
-            lambda tx: Transition(tx, self.defs, now).decide(
-                approval_id,
-                approve=approve,
-                actor=actor,
-                comment=comment,
-                edited_arguments=edited_arguments,
+            lambda tx: audit_decision(
+                tx,
+                Transition(tx, self.defs, now).decide(
+                    approval_id,
+                    approve=approve,
+                    actor=actor,
+                    comment=comment,
+                    edited_arguments=edited_arguments,
+                ),
+                "approval.approve" if approve else "approval.reject",
+                actor,
+                edited=edited_arguments is not None,
             )
         )
         for worker in self._workers:

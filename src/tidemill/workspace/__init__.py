@@ -36,6 +36,7 @@ from tidemill.workspace._models import (
 )
 from tidemill.workspace._paths import InvalidPath, ItemPath
 from tidemill.workspace._permissions import Action, Permissions
+from tidemill.workspace._queries import record_audit
 from tidemill.workspace._references import Resolved, has_references
 from tidemill.workspace._resource_types import BUILTIN_TYPES, ResourceType, builtin_type
 from tidemill.workspace._search import SearchHit
@@ -84,4 +85,5 @@ __all__ = [
     "has_references",
     "load_master_key",
     "local_user",
+    "record_audit",
 ]

@@ -25,7 +25,7 @@ from tidemill.workspace._models import (
     Version,
 )
 
-__all__ = ["MAX_VERSIONS", "Queries", "StoredItem"]
+__all__ = ["MAX_VERSIONS", "Queries", "StoredItem", "record_audit"]
 
 MAX_VERSIONS = 100
 """Superseded versions kept per item; older ones are dropped as new ones are written."""
@@ -520,3 +520,23 @@ class Queries:
             if stored is not None:
                 found[path] = stored
         return found
+
+
+def record_audit(
+    tx: Tx,
+    *,
+    workspace: str,
+    actor: str,
+    action: str,
+    path: str | None = None,
+    details: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> None:
+    """Add an audit row from outside the workspace's own operations, in `tx`.
+
+    The engine records what happens to a workspace's runs with it (an
+    approval decided, an answer given), in the transaction that does it.
+    """
+    import time
+
+    Queries(tx, workspace).audit(actor, action, path, details or {}, now or time.time())

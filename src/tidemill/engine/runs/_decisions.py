@@ -21,12 +21,13 @@ from tidemill.engine.ai._question import check_answer, expired_answer
 from tidemill.engine.ai._reconcile import check_reconcile
 from tidemill.engine.runs._progress import Progress, lease_lost
 from tidemill.errors import ApprovalDecisionError, LeaseLost, RunNotFound
-from tidemill.store import ApprovalRow, JobRow
+from tidemill.store import ApprovalRow, JobRow, Tx
+from tidemill.workspace import record_audit
 
 if TYPE_CHECKING:
     from tidemill.engine.ai._pause import AgentPause
 
-__all__ = ["Decisions"]
+__all__ = ["Decisions", "audit_decision"]
 
 
 class Decisions(Progress):
@@ -409,3 +410,26 @@ _WHAT = {
     "budget": "a budget approval",
 }
 """What each approval kind is, for refusals."""
+
+
+def audit_decision(
+    tx: Tx, row: ApprovalRow, action: str, actor: str | None, **details: Any
+) -> ApprovalRow:
+    """Record a decision on a workspace run's wait in that workspace's audit log."""
+    run = tx.run(row.run_id)
+    source = run.source if run is not None else None
+    if source and source.get("workspace"):
+        record_audit(
+            tx,
+            workspace=str(source["workspace"]),
+            actor=actor or "anonymous",
+            action=action,
+            path=source.get("path"),
+            details={
+                "run_id": row.run_id,
+                "approval_id": row.id,
+                "step_id": row.step_id,
+                **details,
+            },
+        )
+    return row
