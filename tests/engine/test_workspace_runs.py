@@ -485,3 +485,22 @@ async def _nowhere_in_store(setup: Setup, secret: str) -> None:
     text = await setup.engine.store.transact(dump)
     assert "tm_ws_items" in text or text  # the dump read rows
     assert secret not in text
+
+
+async def test_a_steps_references_are_resolved_in_the_transaction_claiming_it(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker resolves them while it claims the job: no transaction of their own."""
+    engine = setup.engine
+    flow = _flow([{"id": "pass", "identity": {}, "inputs": {"plain": "$var:f/x/plain"}}])
+    await setup.ada.write("f/x/claimed", "flow", flow)
+    async with engine.worker():
+        # A first run checks the schema for the worker's session of bob (one resolve).
+        await engine.wait(await engine.submit_path(setup.bob, "f/x/claimed"), timeout=60)
+
+        async def refused(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("resolved in a transaction of its own")
+
+        monkeypatch.setattr(AsyncWorkspace, "resolve", refused)
+        run_id = await engine.submit_path(setup.bob, "f/x/claimed")
+        assert await engine.wait(run_id, timeout=60) == {"plain": "a plain value"}

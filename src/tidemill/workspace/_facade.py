@@ -32,6 +32,15 @@ def _blocking(
 class Workspace:
     """A workspace, from blocking code; the arguments are `AsyncWorkspace`'s.
 
+    Each method is `AsyncWorkspace`'s of the same name, run to completion:
+    items (`get`, `write`, `delete`, `list`, `history`, `diff`, `restore`,
+    `clear_history`, `search`), drafts (`save_draft`, `draft`, `drafts`,
+    `discard_draft`, `deploy`), people (`whoami`, `add_user`, `set_user`,
+    `users`, `add_group`, `delete_group`, `set_member`, `groups`,
+    `add_folder`, `set_folder`, `folders`, `grant`, `audit`, `rotate_key`),
+    directories (`pull`, `push`) and what the engine asks (`run_plan`,
+    `record_run`, `resolve`).
+
     Examples:
         >>> import tempfile
         >>> with Workspace(f"sqlite:///{tempfile.mkdtemp()}/t.db", user="ada") as ws:

@@ -137,17 +137,16 @@ class Queries:
     # Users, groups, grants.
 
     def principal(self, name: str) -> Principal | None:
-        row = self.tx.one(
-            "SELECT is_admin, disabled FROM tm_ws_users WHERE workspace = ? AND name = ?",
+        rows = self.tx.all(
+            "SELECT u.is_admin, u.disabled, m.group_name FROM tm_ws_users u "
+            "LEFT JOIN tm_ws_members m ON m.workspace = u.workspace AND m.user_name = u.name "
+            "WHERE u.workspace = ? AND u.name = ?",
             (self.ws, name),
         )
-        if row is None:
+        if not rows:
             return None
-        groups = self.tx.all(
-            "SELECT group_name FROM tm_ws_members WHERE workspace = ? AND user_name = ?",
-            (self.ws, name),
-        )
-        return Principal(name, bool(row[0]), frozenset(g for (g,) in groups), bool(row[1]))
+        groups = frozenset(str(row[2]) for row in rows if row[2] is not None)
+        return Principal(name, bool(rows[0][0]), groups, bool(rows[0][1]))
 
     def count_users(self) -> int:
         row = self.tx.one("SELECT COUNT(*) FROM tm_ws_users WHERE workspace = ?", (self.ws,))

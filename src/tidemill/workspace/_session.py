@@ -67,6 +67,8 @@ class Context:
     rules: Permissions
     now: float
     keys: Callable[[], Keyring]
+    unwrapped: Callable[[str], DataKey]
+    """The data key a wrapped one holds (the session keeps each it unwrapped)."""
     _data_key: DataKey | None = field(default=None, repr=False)
 
     def audit(self, action: str, path: str | None = None, **details: Any) -> None:
@@ -79,7 +81,7 @@ class Context:
             keyring = self.keys()
             wrapped = self.q.data_key()
             if wrapped:
-                self._data_key = keyring.data_key(wrapped, workspace=self.q.ws)
+                self._data_key = self.unwrapped(wrapped)
             else:
                 self._data_key, wrapped = keyring.new_data_key(workspace=self.q.ws)
                 self.q.set_data_key(wrapped)
@@ -128,6 +130,7 @@ class Session:
         self._environ = os.environ if environ is None else environ
         self.user = check_name(user, what="user") if user else local_user(self._environ)
         self._keyring = keyring
+        self._data_keys: dict[str, DataKey] = {}
         dialect = self.store.dialect
         self._migrate = dialect == "sqlite" if migrate is None else migrate
         self._ready = False
@@ -186,7 +189,14 @@ class Session:
                     context={"principal": user, "workspace": self.name},
                 )
         rules = Permissions(principal, q.grants())
-        return Context(q, principal, rules, now, self.keyring)
+        return Context(q, principal, rules, now, self.keyring, self._unwrap)
+
+    def _unwrap(self, wrapped: str) -> DataKey:
+        """The data key `wrapped` holds; unwrapped once per session (rotation wraps anew)."""
+        found = self._data_keys.get(wrapped)
+        if found is None:
+            found = self._data_keys[wrapped] = self.keyring().data_key(wrapped, workspace=self.name)
+        return found
 
     async def close(self) -> None:
         """Close the store, when this session opened it."""

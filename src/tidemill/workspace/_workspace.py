@@ -27,6 +27,7 @@ from typing import Any
 
 from tidemill.errors import ItemNotFound, PermissionDenied
 from tidemill.flows import Flow
+from tidemill.store import Tx
 from tidemill.workspace._includes import WorkspaceIncludes
 from tidemill.workspace._items import ItemMethods
 from tidemill.workspace._paths import ItemPath, check_name
@@ -163,6 +164,21 @@ class AsyncWorkspace(ItemMethods, PeopleMethods, SyncMethods):
             UnresolvedReference: A reference the principal cannot read.
         """
         return await self.transact(lambda ctx: resolve_references(ctx, value, purpose=purpose))
+
+    def resolve_in(self, tx: Tx, value: Any, *, purpose: str = "") -> Resolved | None:
+        """`resolve`, inside a transaction the caller already holds on this store.
+
+        For the engine, which resolves a step's references in the transaction
+        that claims its job rather than in one more. None when the session has
+        not checked the store's schema yet (the caller then uses `resolve`).
+
+        Raises:
+            UnresolvedReference: A reference the principal cannot read.
+            PermissionDenied: The principal is no user of the workspace.
+        """
+        if not self._ready:
+            return None
+        return resolve_references(self._context(tx, self.user), value, purpose=purpose)
 
     async def __aenter__(self) -> AsyncWorkspace:
         return self

@@ -24,7 +24,12 @@ from tidemill.engine._outcome import Outcome, SpawnPlan
 from tidemill.engine._step_env import ApprovalPlan, StepEnv, StepInfo, call_in_process
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
-from tidemill.engine.workers._references import References, model_settings, step_references
+from tidemill.engine.workers._references import (
+    RESOLVING_KINDS,
+    References,
+    model_settings,
+    step_references,
+)
 from tidemill.errors import (
     ConfigurationError,
     ExpressionError,
@@ -35,9 +40,6 @@ from tidemill.errors import (
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
 
 __all__ = ["RESOLVING_KINDS", "execute", "stop_requested"]
-
-RESOLVING_KINDS = frozenset({"script", "identity", "ai_action", "ai_agent"})
-"""The step kinds whose references are resolved when they run (the leaves)."""
 
 
 def _failed(error: BaseException, *, retryable: bool = True) -> Outcome:

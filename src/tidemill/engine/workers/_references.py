@@ -28,17 +28,30 @@ from tidemill.errors import (
     ConfigurationError,
     ItemNotFound,
     PermissionDenied,
+    TidemillError,
     UnresolvedReference,
+    WorkspaceError,
 )
+from tidemill.flows import evaluate_inputs
 from tidemill.llm import parse_model_spec
-from tidemill.store import JobRow, RunRow, Store
+from tidemill.store import JobRow, RunRow, Store, Tx
 from tidemill.workspace import DEFAULT_WORKSPACE, AsyncWorkspace, builtin_type, has_references
 from tidemill.workspace._resource_types import credentials_from_resource
 
 if TYPE_CHECKING:
     from tidemill.flows import AIAction, AIAgent, Step
 
-__all__ = ["References", "ResolvedStep", "model_settings", "step_references"]
+__all__ = [
+    "RESOLVING_KINDS",
+    "References",
+    "ResolvedStep",
+    "model_settings",
+    "step_references",
+]
+
+RESOLVING_KINDS = frozenset({"script", "identity", "ai_action", "ai_agent"})
+"""The step kinds whose references are resolved when they run (the leaves: the
+others pass them on to their child runs, whose steps resolve them)."""
 
 _CACHED_JOBS = 256
 """How many jobs' resolutions a worker keeps (a job parked and claimed again reuses its)."""
@@ -88,6 +101,7 @@ class References:
         self.store = store
         self._workspaces: OrderedDict[tuple[str, str], AsyncWorkspace] = OrderedDict()
         self._jobs: OrderedDict[tuple[int, str, str], ResolvedStep] = OrderedDict()
+        self._literal: dict[tuple[int, str], bool] = {}
 
     def workspace(self, name: str, user: str) -> AsyncWorkspace:
         """The workspace `name` as `user`, made once and reused (it keeps its master keys)."""
@@ -147,6 +161,53 @@ class References:
         if len(self._jobs) > _CACHED_JOBS:
             self._jobs.popitem(last=False)
         return done
+
+    def prefetch(
+        self, tx: Tx, run: RunRow, job: JobRow, step: Step, context: dict[str, Any]
+    ) -> None:
+        """Resolve a leaf step's input references in `tx`, the transaction claiming its job.
+
+        It saves the job a transaction of its own: `resolve` then finds the
+        result. Only plain input references are resolved here (an AI step's
+        model credentials are resolved when it runs); anything that goes
+        wrong is left for `resolve` to raise when the step runs.
+        """
+        who = run.run_as
+        if (
+            who is None
+            or step.kind not in RESOLVING_KINDS
+            or _model_references(model_settings(step))
+            or not self._names_references(step)  # the common case, decided once per step
+        ):
+            return
+        try:
+            inputs = evaluate_inputs(step, context)
+        except TidemillError:
+            return
+        if not has_references(inputs):
+            return
+        name = str((run.source or {}).get("workspace") or DEFAULT_WORKSPACE)
+        purpose = f"run {run.root_id} step {step.id}"
+        try:
+            resolved = self.workspace(name, who).resolve_in(tx, inputs, purpose=purpose)
+        except (WorkspaceError, ConfigurationError):
+            return
+        if resolved is not None:
+            done = ResolvedStep(resolved.value, secrets=set(resolved.secrets))
+            self._jobs[(job.id, name, who)] = done
+            if len(self._jobs) > _CACHED_JOBS:
+                self._jobs.popitem(last=False)
+
+    def _names_references(self, step: Step) -> bool:
+        """Whether the step's inputs are written with `$var:`/`$res:` (not only computed)."""
+        key = (id(step), step.id)
+        found = self._literal.get(key)
+        if found is None:
+            text = step.model_dump_json(include={"inputs"})
+            found = self._literal[key] = "$var:" in text or "$res:" in text
+            if len(self._literal) > _CACHED_JOBS * 16:
+                self._literal.clear()
+        return found
 
     def forget(self, job: JobRow) -> None:
         """Drop what was resolved for `job` (it is finished: nothing will reuse it)."""

@@ -353,8 +353,10 @@ class Worker:
         known: dict[str, Any] | None = None,
         run: tuple[RunRow, Any] | None = None,
     ) -> Prepared:
-        """Read what executing `job` needs (see `Preparer`)."""
-        return self._preparer(tx, job=job, known=known, run=run)
+        """Read what executing `job` needs (see `Preparer`), and resolve its references."""
+        prepared = self._preparer(tx, job=job, known=known, run=run)
+        self._references.prefetch(tx, prepared.run, job, prepared.step, prepared.context)
+        return prepared
 
     async def _execute(self, prepared: Prepared, lease: Lease) -> list[tuple[JobRow, Prepared]]:
         """Run the job's step, then record what it did and claim what comes next.
