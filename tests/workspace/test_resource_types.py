@@ -177,15 +177,15 @@ def test_base_url_must_be_http() -> None:
         check_resource_value(schema, {"base_url": "ftp://x"}, path="f/ai/ollama")
 
 
-def test_ai_agent_is_permissive_and_no_provider() -> None:
+def test_ai_agent_holds_the_keys_of_an_inline_step_and_no_provider() -> None:
     agent = builtin_type("ai_agent")
     assert agent is not None and agent.provider is None
-    assert "provisional" in agent.summary
-    assert agent.schema["additionalProperties"] is True
-    value = {"model": "openai:gpt-4o", "system_prompt": "Be brief.", "tools": [], "memory": {}}
+    assert "provisional" not in agent.summary
+    assert agent.schema["additionalProperties"] is False
+    value = {"model": "openai:gpt-4o", "system": "Be brief.", "tools": [], "memory": {}}
     check_resource_value(agent.schema, value, path="f/ai/helper")
     with pytest.raises(InvalidValue, match=r"at \$\.tools"):
-        check_resource_value(agent.schema, {"tools": "all"}, path="f/ai/helper")
+        check_resource_value(agent.schema, {"model": "m", "tools": "all"}, path="f/ai/helper")
 
 
 def test_openai_credentials_build_a_model_without_a_request(sent: list[str]) -> None:

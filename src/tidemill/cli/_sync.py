@@ -73,6 +73,12 @@ def register(
         description="Write every item you may read, and each folder's folder.meta.yaml, "
         "under DIR. Secrets are written without their values; no file is deleted.",
     )
+    pull.add_argument(
+        "--flow",
+        metavar="PATH",
+        help="export only this flow and what it needs (its scripts, sub-flows, linked "
+        "agents, their resources and variables), for another workspace",
+    )
     push = actions.add_parser(
         "push",
         help="apply a directory to the workspace, in one transaction",
@@ -114,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.directory
     try:
         if args.action == "pull":
-            report = _with_workspace(args, lambda ws: pull(ws, root))
+            report = _with_workspace(args, lambda ws: pull(ws, root, flow=args.flow))
             _print_pull(report, json_output=args.json)
             return 0
         plan = _with_workspace(

@@ -8,12 +8,15 @@ other; the rest of the package sits below them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tidemill.errors import ExpressionError
 from tidemill.flows._ai import (
+    _WORKSPACE_PATH,
     AgentDelegation,
     AgentLimits,
     AgentMemory,
@@ -282,6 +285,13 @@ def _check_team(
         _check_team(label, specialist.specialists, mine, own)
 
 
+_AGENT_REFERENCE = re.compile(rf"^{_WORKSPACE_PATH}(?:@[1-9][0-9]*)?\Z")
+"""A linked step's `agent`: a workspace path, optionally pinned to a version (`f/x/y@7`)."""
+
+LINKED_STEP_KEYS = frozenset({"agent", "tool_inputs", "enabled_tools", "metadata"})
+"""The keys a linked `ai_agent` step may write; the brain and the tools live in the agent."""
+
+
 class AIAgent(_ModelSettings, StepKind):
     """An agent as a durable step: the model calls tools until it answers.
 
@@ -291,11 +301,35 @@ class AIAgent(_ModelSettings, StepKind):
     without asking the model again for turns it answered or re-running tools
     that finished.
 
+    A linked step (`agent: f/support/triage`) writes only `agent`,
+    `tool_inputs`, `enabled_tools` (and `metadata`): its brain and its tools
+    are those of the workspace resource of type `ai_agent` it names, read
+    when the step starts.
+
     Examples:
         >>> agent = AIAgent(model="fake", tools=[{"name": "lookup", "script": "def main(q): ..."}])
         >>> agent.max_iterations, agent.tools[0].requires_approval
         (10, False)
+        >>> AIAgent(agent="f/support/triage@3", enabled_tools=["lookup"]).agent
+        'f/support/triage@3'
     """
+
+    model: str = ""
+    """The model spec, e.g. `openai:gpt-4o-mini` (an inline step needs one; a linked
+    step takes its agent's)."""
+
+    agent: str | None = None
+    """A linked step: the workspace path of an `ai_agent` resource (`f/support/triage`),
+    optionally pinned to one of its versions (`f/support/triage@7`); unpinned, the
+    step runs the agent as it is when the step starts."""
+
+    tool_inputs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """A linked step's per-tool input overrides, keyed by tool name: values or
+    `{expr: ...}`, overlaid on the agent's own bindings of that tool (a diff)."""
+
+    enabled_tools: list[str] | None = None
+    """The tools this step may call: absent, every tool; a list, the ones it names;
+    `[]`, none."""
 
     system: str = ""
     """The system prompt."""
@@ -330,6 +364,23 @@ class AIAgent(_ModelSettings, StepKind):
     _check_output = field_validator("output_schema")(_check_schema)
     _check_system = field_validator("system")(_check_template)
 
+    @property
+    def linked(self) -> bool:
+        """Whether the step links a workspace agent (`agent` is set)."""
+        return self.agent is not None
+
+    @property
+    def agent_path(self) -> str | None:
+        """The linked agent's workspace path, without its `@version` pin."""
+        return None if self.agent is None else self.agent.partition("@")[0]
+
+    @property
+    def agent_version(self) -> int | None:
+        """The version a linked step pins (`f/x/y@7` -> 7), or None."""
+        if self.agent is None or "@" not in self.agent:
+            return None
+        return int(self.agent.partition("@")[2])
+
     def templates(self) -> dict[str, str]:
         """`system`, when it is set (the user message is the input `user_message`)."""
         return {"system": self.system} if self.system else {}
@@ -339,7 +390,7 @@ class AIAgent(_ModelSettings, StepKind):
 
         Its own, its specialists', and those of the agents its tools run.
         """
-        found = super().model_problems()
+        found = [] if self.linked else super().model_problems()
         for index, specialist in enumerate(self.specialists):
             found.extend(
                 (f"specialists[{index}].{field}", message)
@@ -362,7 +413,65 @@ class AIAgent(_ModelSettings, StepKind):
                     text = value["expr"]
                     if isinstance(text, str):
                         found[f"tools[{index}].inputs.{name}"] = compile_expression(text)
+        for tool_name, bound in self.tool_inputs.items():
+            for name, value in bound.items():
+                if isinstance(value, dict) and set(value) == {"expr"}:
+                    text = value["expr"]
+                    if isinstance(text, str):
+                        found[f"tool_inputs.{tool_name}.{name}"] = compile_expression(text)
         return found
+
+    @field_validator("tool_inputs")
+    @classmethod
+    def _check_tool_inputs(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for tool_name, bound in value.items():
+            for name, binding in bound.items():
+                if isinstance(binding, dict) and set(binding) == {"expr"}:
+                    text = binding["expr"]
+                    if not isinstance(text, str):
+                        raise ValueError(f"{tool_name}.{name}: an expression is text")
+                    try:
+                        compile_expression(text)
+                    except ExpressionError as exc:
+                        raise ValueError(f"{tool_name}.{name}: {exc.message}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _check_link(self) -> AIAgent:
+        if self.agent is None:
+            if self.tool_inputs:
+                raise problem_error(
+                    "tool_inputs",
+                    "tool_inputs overrides the tool inputs of a linked agent; "
+                    "it needs `agent` (an inline step binds its tools' `inputs` itself)",
+                )
+            if not self.model:
+                raise problem_error("model", "an inline ai_agent step needs a model")
+            if self.enabled_tools is not None:
+                have = [tool.name for tool in self.tools]
+                unknown = [name for name in self.enabled_tools if name not in have]
+                if unknown:
+                    raise problem_error(
+                        "enabled_tools",
+                        f"enabled_tools names {', '.join(map(repr, unknown))}, which the step "
+                        f"does not have; its tools: {', '.join(have) or 'none'}",
+                    )
+            return self
+        if not _AGENT_REFERENCE.match(self.agent):
+            raise problem_error(
+                "agent",
+                f"write the workspace path of an ai_agent resource (f/<folder>/<name>), "
+                f"optionally pinned to a version (f/<folder>/<name>@7), not {self.agent!r}",
+            )
+        written = sorted(set(self.model_fields_set) - LINKED_STEP_KEYS)
+        if written:
+            raise problem_error(
+                "agent",
+                f"a linked ai_agent step writes only agent, tool_inputs and enabled_tools; "
+                f"{', '.join(written)} live in the agent resource {self.agent_path} "
+                "(edit the agent, or unlink the step)",
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_specialists(self) -> AIAgent:

@@ -17,6 +17,17 @@ Examples:
     None sk-test
 """
 
+from tidemill.workspace._agents import (
+    AGENT_TYPE,
+    agent_definition,
+    agent_diff,
+    linked_agent,
+    overlay_tool_inputs,
+    save_as_agent,
+    select_tools,
+    unlink,
+)
+from tidemill.workspace._closure import closure
 from tidemill.workspace._crypto import Keyring, MasterKey, SecretKeyError, load_master_key
 from tidemill.workspace._facade import Workspace
 from tidemill.workspace._models import (
@@ -47,6 +58,7 @@ from tidemill.workspace._values import InvalidValue
 from tidemill.workspace._workspace import AsyncWorkspace, RunPlan
 
 __all__ = [
+    "AGENT_TYPE",
     "BUILTIN_TYPES",
     "DEFAULT_WORKSPACE",
     "KINDS",
@@ -81,9 +93,17 @@ __all__ = [
     "User",
     "Version",
     "Workspace",
+    "agent_definition",
+    "agent_diff",
     "builtin_type",
+    "closure",
     "has_references",
+    "linked_agent",
     "load_master_key",
     "local_user",
+    "overlay_tool_inputs",
     "record_audit",
+    "save_as_agent",
+    "select_tools",
+    "unlink",
 ]

@@ -9,7 +9,9 @@
   built-in type (`openai`, `anthropic`, ..., `ai_agent`) or a resource type
   item at a path. A field the schema marks `writeOnly` (a key, a token) must
   be a `$var:` reference to a secret variable: resources are versioned, and
-  secrets never are.
+  secrets never are. A resource of type `ai_agent` (a reusable agent) is
+  validated in full as an inline `ai_agent` step's settings
+  (`tidemill.workspace._agents.agent_definition`), and stored as written.
 - A variable is text; a secret one is encrypted with the workspace's data key.
 - A resource type is a JSON Schema.
 """
@@ -22,6 +24,7 @@ from typing import Any
 from tidemill.errors import ConfigurationError, FlowValidationError
 from tidemill.flows import Flow
 from tidemill.flows._load import DocumentError, parse_document
+from tidemill.workspace._agents import AGENT_TYPE, agent_definition
 from tidemill.workspace._includes import WorkspaceIncludes
 from tidemill.workspace._models import ItemKind
 from tidemill.workspace._paths import ItemPath
@@ -111,6 +114,8 @@ def prepare(
     if kind == "resource":
         if not resource_type:
             raise InvalidValue(f"{path}: a resource needs a type (`type: openai`, say).")
+        if resource_type == AGENT_TYPE:
+            agent_definition(value, path=path)
         schema = resource_schema(ctx, resource_type, path=path)
         check_resource_value(schema, value, path=path)
         for name in sorted(secret_fields(schema)):

@@ -150,18 +150,37 @@ _GOOGLE_CLOUD: dict[str, dict[str, Any]] = {
     "access_token": _secret("The OAuth bearer token (default: GOOGLE_OAUTH_ACCESS_TOKEN)."),
 }
 
+_AGENT_KEYS: dict[str, dict[str, Any]] = {
+    "model": _text("The model spec ('openai:gpt-4o-mini')."),
+    "provider": {"type": "string", "description": "`$res:<path>`: a provider resource."},
+    "base_url": {"type": "string", "description": "Another endpoint for the provider."},
+    "api_key": {"type": "string", "description": "`env:NAME` or `$var:<path>`, never a key."},
+    "temperature": {"type": "number", "description": "Sampling temperature."},
+    "max_tokens": {"type": "integer", "description": "The most tokens one answer may have."},
+    "metadata": {"type": "object", "description": "Inference metadata recorded with usage."},
+    "system": {"type": "string", "description": "The system prompt."},
+    "max_iterations": {"type": "integer", "description": "The most model calls."},
+    "tools": {"type": "array", "description": "The tools, as an inline step's `tools`."},
+    "output_schema": {"type": "object", "description": "A JSON Schema the answer must match."},
+    "limits": {"type": "object", "description": "Execution bounds."},
+    "approval_timeout": {"description": "How long a tool call waits for a decision."},
+    "specialists": {"type": "array", "description": "Agents it may delegate tasks to."},
+    "delegation": {"type": "object", "description": "Bounds on delegation."},
+    "memory": {"type": "object", "description": "Managed memory: {kind: window, ...}."},
+    "questions": {"type": "object", "description": "Let the model ask a person."},
+}
+"""The keys of an agent: those of an inline `ai_agent` step but `agent`, `tool_inputs`
+and `enabled_tools` (they belong to one use of the agent). The types are loose: the
+value is validated in full as the step's model (`tidemill.workspace._agents`)."""
+
 _AGENT_SCHEMA: dict[str, Any] = {
     "$schema": DIALECT,
     "title": "AI agent",
-    "description": "An agent's settings (provisional: permissive until the agent item is defined).",
+    "description": "A reusable agent: the keys of an inline ai_agent step (brain and tools).",
     "type": "object",
-    "properties": {
-        "model": _text("The model spec ('openai:gpt-4o-mini') or a provider resource's path."),
-        "provider": _text("A provider resource's path, when `model` names only the model."),
-        "system_prompt": {"type": "string", "description": "The agent's instructions."},
-        "tools": {"type": "array", "description": "The agent's tools."},
-    },
-    "additionalProperties": True,
+    "properties": _AGENT_KEYS,
+    "required": ["model"],
+    "additionalProperties": False,
 }
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
@@ -243,8 +262,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     ResourceType(
         "ai_agent",
-        "An AI agent's settings: model, system_prompt, tools (provisional: any other "
-        "property is kept until the agent item is defined).",
+        "A reusable agent: the keys of an inline ai_agent step (model or provider, "
+        "system prompt, memory, limits, tools), linked from steps with `agent: <path>`.",
         _AGENT_SCHEMA,
     ),
 )

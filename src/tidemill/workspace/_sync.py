@@ -67,14 +67,17 @@ import dataclasses
 import difflib
 import json
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tidemill.errors import TidemillError
+from tidemill.errors import ItemNotFound, TidemillError
 from tidemill.store import dumps
+from tidemill.workspace._closure import closure
 from tidemill.workspace._content import prepare
 from tidemill.workspace._items import _owner_exists, _store, _text
 from tidemill.workspace._models import Item, ItemKind
+from tidemill.workspace._paths import ItemPath
 from tidemill.workspace._people import _grantee
 from tidemill.workspace._session import Context, Session
 from tidemill.workspace._sync_plan import (
@@ -163,19 +166,63 @@ def _readable_tree(ctx: Context) -> Tree:
     return Tree(items=tuple(items), folders=tuple(folders))
 
 
-async def pull(ws: Session, root: Path | str) -> PullReport:
+def _flow_tree(ctx: Context, *, flow: str) -> Tree:
+    """A flow and its dependency closure, as the principal may read them."""
+    path = str(ItemPath.parse(flow))
+
+    def read(wanted: str) -> Any:
+        if not ctx.rules.allows("read", wanted):
+            return None
+        stored = ctx.q.item(wanted)
+        return None if stored is None or stored.item.deleted else stored.item.value
+
+    document = read(path)
+    stored = ctx.q.item(path) if document is not None else None
+    if stored is None or stored.item.kind != "flow":
+        raise ItemNotFound(f"No flow at {path} that {ctx.principal.name} may read.")
+    wanted = {path, *closure(read, document)}
+    items, missing = [], []
+    for each in sorted(wanted):
+        found = ctx.q.item(each) if ctx.rules.allows("read", each) else None
+        if found is None or found.item.deleted:
+            missing.append(each)
+        else:
+            items.append(_tree_item(found.item))
+    if missing:
+        raise ItemNotFound(
+            f"{path} needs {', '.join(missing)}, which {ctx.principal.name} may not read "
+            "or which does not exist: nothing was written.",
+            hint="Ask for the viewer role on them, or fix the references.",
+            context={"path": path, "missing": missing},
+        )
+    owners = {each.split("/")[1] for each in wanted if each.startswith("f/")}
+    folders = [
+        FolderMeta(folder.name, summary=folder.summary, roles=dict(folder.roles))
+        for folder in ctx.q.folders()
+        if folder.name in owners and ctx.rules.allows("read", f"f/{folder.name}")
+    ]
+    return Tree(items=tuple(items), folders=tuple(folders))
+
+
+async def pull(ws: Session, root: Path | str, *, flow: str | None = None) -> PullReport:
     """Write what the principal may read of the workspace as files under `root`.
 
     Args:
         ws: The workspace, as the principal (an `AsyncWorkspace`).
         root: The directory; made when missing. Files already there that the
             workspace does not hold are left alone.
+        flow: Export only this flow and what it needs elsewhere (its
+            dependency closure: the scripts, sub-flows, linked agents, their
+            provider resources, variables and nested agents), with their
+            folders' `folder.meta.yaml`.
 
     Raises:
         SyncFileError: An item cannot be written as a file; nothing was written.
+        ItemNotFound: `flow`, or an item it needs, is nothing the principal may
+            read; nothing was written.
     """
     root = Path(root)
-    tree = await ws.transact(_readable_tree)
+    tree = await ws.transact(_readable_tree if flow is None else partial(_flow_tree, flow=flow))
     root.mkdir(parents=True, exist_ok=True)
     files = write_tree(root, tree)
     counts: dict[str, int] = {"folder": len(tree.folders)}
@@ -498,9 +545,9 @@ async def push(
 class SyncMethods(Session):
     """`pull` and `push` as methods of a workspace (mixed into `AsyncWorkspace`)."""
 
-    async def pull(self, root: Path) -> PullReport:
+    async def pull(self, root: Path, *, flow: str | None = None) -> PullReport:
         """Write what the principal may read as files under `root` (see `pull`)."""
-        return await pull(self, root)
+        return await pull(self, root, flow=flow)
 
     async def push(self, root: Path, *, dry_run: bool = False, message: str = "") -> PushPlan:
         """Apply the directory `root`, all of it or nothing (see `push`)."""
