@@ -20,6 +20,7 @@ from tidemill.engine.runs._decisions import audit_decision
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.runs._waits import Wait, read_waits
+from tidemill.engine.workers._linked import recorded_agents
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import (
     ConfigurationError,
@@ -355,6 +356,12 @@ class AsyncEngine:
         """
         run = await self.get(run_id)
         rows: list[dict[str, Any]] = await self._transact(lambda tx: tx.usage(run.id))
+        return rows
+
+    async def linked_agents(self, run_id: str) -> list[dict[str, Any]]:
+        """The agents a run's linked steps ran, one record per job (see `recorded_agents`)."""
+        run = await self.get(run_id)
+        rows: list[dict[str, Any]] = await self._transact(partial(recorded_agents, root_id=run.id))
         return rows
 
     async def approvals(

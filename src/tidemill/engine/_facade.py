@@ -177,6 +177,11 @@ class Engine:
         result: list[dict[str, Any]] = self._call(self.core.usage(run_id))
         return result
 
+    def linked_agents(self, run_id: str) -> list[dict[str, Any]]:
+        """The agents a run's linked steps ran (see `AsyncEngine.linked_agents`)."""
+        result: list[dict[str, Any]] = self._call(self.core.linked_agents(run_id))
+        return result
+
     def approvals(
         self, run_id: str | None = None, *, status: str | None = "pending"
     ) -> list[ApprovalRow]:

@@ -14,7 +14,7 @@ import asyncio
 import contextvars
 import importlib
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +192,10 @@ class StepEnv:
         credentials: For an AI step naming a `provider` resource or an
             `api_key: $var:`, the keyword arguments of the provider layer its
             model is built with, resolved as the run's identity (never logged).
+        resolve: Resolves `$var:`/`$res:` references in a value as the run's
+            identity, giving the value and the secrets in it: an agent step's
+            tools resolve their bound inputs with it when they run; None:
+            nothing resolves them (they pass on as written).
     """
 
     job: JobRow
@@ -205,6 +209,9 @@ class StepEnv:
     lease: Lease | None = None
     secrets: Secrets = field(default_factory=Secrets)
     credentials: Mapping[str, Any] | None = field(default=None, repr=False)
+    resolve: Callable[[Any], Awaitable[tuple[Any, set[str]]]] | None = field(
+        default=None, repr=False
+    )
 
     async def hold(self) -> None:
         """Return when the job is still this worker's (see `Lease.hold`).

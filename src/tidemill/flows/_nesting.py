@@ -285,6 +285,12 @@ def _check_team(
         _check_team(label, specialist.specialists, mine, own)
 
 
+def _default(model: type[AIAgent], name: str) -> Any:
+    """A field's default value (made by its factory, for the fields that have one)."""
+    field = model.model_fields[name]
+    return field.get_default(call_default_factory=True)
+
+
 _AGENT_REFERENCE = re.compile(rf"^{_WORKSPACE_PATH}(?:@[1-9][0-9]*)?\Z")
 """A linked step's `agent`: a workspace path, optionally pinned to a version (`f/x/y@7`)."""
 
@@ -463,7 +469,13 @@ class AIAgent(_ModelSettings, StepKind):
                 f"write the workspace path of an ai_agent resource (f/<folder>/<name>), "
                 f"optionally pinned to a version (f/<folder>/<name>@7), not {self.agent!r}",
             )
-        written = sorted(set(self.model_fields_set) - LINKED_STEP_KEYS)
+        # What was written and differs from its default: a stored definition writes
+        # every field (`model_dump_json`), with the defaults, and must read back.
+        written = sorted(
+            name
+            for name in set(self.model_fields_set) - LINKED_STEP_KEYS
+            if getattr(self, name) != _default(type(self), name)
+        )
         if written:
             raise problem_error(
                 "agent",

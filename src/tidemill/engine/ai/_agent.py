@@ -101,9 +101,16 @@ async def _run(
 ) -> Outcome | AgentPause | ChildWait:
     agent = step.ai_agent
     assert agent is not None
+    if agent.enabled_tools is not None:  # the tools this step may call
+        wanted = set(agent.enabled_tools)
+        tools_kept = [spec for spec in agent.tools if spec.name in wanted]
+        agent = agent.model_copy(update={"tools": tools_kept, "enabled_tools": None})
     values = step_values(inputs, context)
     metrics = env.metrics
-    site = ToolSite(env.run.id, step.id, env.job.attempt, env.pool, store=env.store)
+    site = ToolSite(
+        env.run.id, step.id, env.job.attempt, env.pool, store=env.store,
+        resolve=env.resolve, secrets=env.secrets,
+    )  # fmt: skip
     if metrics is not None:
         site.on_call = metrics.tool_observer([spec.name for spec in agent.tools])
     async with contextlib.AsyncExitStack() as stack:

@@ -5,22 +5,30 @@ in the worker); the arguments a flow binds with `inputs` are left out of it,
 so the model neither sees nor sets them. A call runs in the worker's script
 pool with the idempotency key `<run id>:<step id>:<tool call id>`, the same
 on every attempt of that call (after a crash, it runs again with it).
+
+A bound input written as a `$var:`/`$res:` reference is resolved when a call
+of its tool runs (`ToolSite.resolve`, as the run's identity), not when the
+step starts: a tool the model never calls never reads it, and one whose
+reference cannot be read gives the model an error result, not the step a
+failure. The secrets it resolves are masked in what the call printed and in
+the result the model sees.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemill.engine._step_env import StepInfo, call_in_process
+from tidemill.engine._step_env import Secrets, StepInfo, call_in_process
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
-from tidemill.errors import ConfigurationError, ExpressionError
+from tidemill.errors import ConfigurationError, ExpressionError, TidemillError
 from tidemill.flows import AgentToolSpec, compile_expression
 from tidemill.flows._signature import function_source, signature_schema
 from tidemill.store import Store
 from tidemill.tools import Tool, ToolContext, ToolReturn
+from tidemill.workspace import has_references
 
 __all__ = ["SpecTool", "ToolSite", "bind_inputs", "pool_tool", "tool_schema"]
 
@@ -111,6 +119,9 @@ class ToolSite:
         scope: Where in a delegation the calls are made (`<call id>:<task id>`
             per level; empty for the step's own agent), part of their keys.
         store: The store, where tools that start child runs find them.
+        resolve: Resolves a call's bound `$var:`/`$res:` inputs as the run's
+            identity, when the call runs (None: they pass on as written).
+        secrets: The job's secrets, which the resolved ones join.
     """
 
     run_id: str
@@ -122,6 +133,24 @@ class ToolSite:
     on_call: Callable[[str, bool], None] | None = None
     scope: str = ""
     store: Store | None = None
+    resolve: Callable[[Any], Awaitable[tuple[Any, set[str]]]] | None = None
+    secrets: Secrets | None = None
+
+    async def bound(self, bound: dict[str, Any]) -> dict[str, Any] | ToolReturn:
+        """A call's bound inputs with their references resolved, or the error the model sees."""
+        if self.resolve is None or not has_references(bound):
+            return bound
+        try:
+            value, secrets = await self.resolve(bound)
+        except TidemillError as exc:
+            return ToolReturn(f"{type(exc).__name__}: {exc.message}", is_error=True)
+        if self.secrets is not None:
+            self.secrets.add(secrets)
+        return dict(value)
+
+    def mask(self, value: Any) -> Any:
+        """`value` with the job's secrets masked (a resolved input the tool echoes)."""
+        return value if self.secrets is None else self.secrets.mask_value(value)
 
     def key(self, call_id: str) -> str:
         """The idempotency key of one tool call: the same on every attempt of the call.
@@ -175,10 +204,15 @@ class _PoolTool(SpecTool):
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """Run the call in the pool; a failure is an error result the model sees."""
         spec, site = self._spec, self._site
+        bound = await site.bound(self._bound)
+        if isinstance(bound, ToolReturn):
+            if site.on_call is not None:
+                site.on_call(spec.name, False)
+            return bound
         call = ScriptCall(
             code=spec.script,
             function=None if spec.script is not None else spec.function,
-            args={**arguments, **self._bound},
+            args={**arguments, **bound},
             env=site.environment(context),
             timeout=site.timeout,
         )
@@ -192,11 +226,11 @@ class _PoolTool(SpecTool):
             site.on_call(spec.name, outcome.ok)
         for stream, text in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
             if text:
-                site.logs.append((stream, f"[{spec.name} {context.call_id}] {text}"))
+                site.logs.append((stream, site.mask(f"[{spec.name} {context.call_id}] {text}")))
         if outcome.ok:
-            return outcome.result
+            return site.mask(outcome.result)
         error = outcome.error or {"type": "Error", "message": "the tool failed"}
-        return ToolReturn(f"{error['type']}: {error['message']}", is_error=True)
+        return ToolReturn(site.mask(f"{error['type']}: {error['message']}"), is_error=True)
 
 
 class _InProcessTool(_PoolTool):
@@ -207,17 +241,20 @@ class _InProcessTool(_PoolTool):
         spec, site = self._spec, self._site
         assert spec.function is not None
         info = StepInfo(site.run_id, site.step_id, site.attempt, site.key(context.call_id))
+        bound = await site.bound(self._bound)
+        if isinstance(bound, ToolReturn):
+            if site.on_call is not None:
+                site.on_call(spec.name, False)
+            return bound
         try:
-            value = await call_in_process(
-                spec.function, {**arguments, **self._bound}, info, site.timeout
-            )
+            value = await call_in_process(spec.function, {**arguments, **bound}, info, site.timeout)
         except Exception as exc:
             if site.on_call is not None:
                 site.on_call(spec.name, False)
-            return ToolReturn(f"{type(exc).__name__}: {exc}", is_error=True)
+            return ToolReturn(site.mask(f"{type(exc).__name__}: {exc}"), is_error=True)
         if site.on_call is not None:
             site.on_call(spec.name, True)
-        return value
+        return site.mask(value)
 
 
 def pool_tool(spec: AgentToolSpec, values: Mapping[str, Any], site: ToolSite) -> Tool:

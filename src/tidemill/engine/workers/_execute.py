@@ -11,6 +11,11 @@ step's `provider` and `api_key`) are resolved here, as the run's identity
 resolved fails the step, not retryable, and gives it no value. A container
 step passes its references on unresolved: its child runs' steps resolve
 them, so no resolved value is stored in a child's input.
+
+A linked `ai_agent` step (`agent: f/x/y`) runs as the inline step its
+workspace agent makes of it (`_linked`: read as the run's identity when the
+job starts, and kept for the job); an agent step's tools resolve their own
+bound references when they are called (`StepEnv.resolve`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from tidemill.errors import (
     WorkspaceError,
 )
 from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
+from tidemill.workspace import DEFAULT_WORKSPACE
 
 __all__ = ["RESOLVING_KINDS", "execute", "stop_requested"]
 
@@ -88,6 +94,15 @@ async def execute(
     if kind == "ai_agent":
         from tidemill.engine.ai._agent import run_ai_agent
 
+        assert step.ai_agent is not None
+        if step.ai_agent.agent is not None:
+            from tidemill.engine.workers._linked import link_step
+
+            linked = await link_step(step, env, references)
+            if isinstance(linked, Outcome):
+                return linked
+            step, env = linked
+        env = _with_resolver(step, env, references)
         return await run_ai_agent(step, inputs, context, env)
     if kind == "approval":
         settings = step.approval
@@ -121,6 +136,22 @@ async def _resolve(
     if resolved.credentials is not None:
         env = dataclasses.replace(env, credentials=resolved.credentials)
     return resolved.inputs, env
+
+
+def _with_resolver(step: Step, env: StepEnv, references: References | None) -> StepEnv:
+    """`env` with `resolve`: an agent's tools resolve their bound inputs as the run's identity."""
+    run, who = env.run, env.run.run_as
+    if references is None or who is None:
+        return env
+    name = str((run.source or {}).get("workspace") or DEFAULT_WORKSPACE)
+    workspace = references.workspace(name, who)
+    purpose = f"run {run.root_id} step {step.id}"
+
+    async def resolve(value: Any) -> tuple[Any, set[str]]:
+        resolved = await workspace.resolve(value, purpose=purpose)
+        return resolved.value, set(resolved.secrets)
+
+    return dataclasses.replace(env, resolve=resolve)
 
 
 def _described(error: BaseException) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def test_a_linked_step_writing_brain_or_tool_keys_names_them() -> None:
         ("max_iterations", 3),
         ("memory", {"turns": 5}),
         ("output_schema", {"type": "object"}),
-        ("limits", {}),
+        ("limits", {"max_tool_calls": 3}),
         ("provider", "$res:f/ai/openai"),
         ("approval_timeout", "1h"),
     ],
@@ -138,3 +138,24 @@ def test_the_json_schema_accepts_a_linked_step() -> None:
     validator = jsonschema.Draft202012Validator(Flow.json_schema())
     document = _flow({"agent": "f/support/triage", "enabled_tools": []})
     assert [error.message for error in validator.iter_errors(document)] == []
+
+
+def test_a_linked_step_reads_back_from_its_stored_form() -> None:
+    """The engine stores definitions with every field written; a worker reads them back."""
+    from tidemill.flows import Flow
+
+    flow = Flow.from_dict(
+        {
+            "steps": [
+                {
+                    "id": "a",
+                    "ai_agent": {"agent": "f/x/y@2", "enabled_tools": ["t"]},
+                    "inputs": {"user_message": "hi"},
+                }
+            ]
+        }
+    )
+    again = Flow.model_validate_json(flow.model_dump_json())
+    assert again.digest() == flow.digest()
+    step = again.find("a").ai_agent
+    assert step is not None and step.agent == "f/x/y@2" and step.enabled_tools == ["t"]
