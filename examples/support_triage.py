@@ -3,12 +3,14 @@
 The demo pushes `examples/workspace/` into a workspace (as `tidemill sync push`
 does) and runs its flow `f/support/triage` by path, as the local user, the
 workspace's first admin. The flow classifies a ticket with `ai_action` (an
-output schema), lets an `ai_agent` look the order up and refund it (the
-refund tool needs a person's approval: the run waits; once approved, the call
-runs the workspace flow `f/support/refund` as a child run), then formats the
-reply with the workspace script `f/support/format_reply`. Both AI steps take
-their provider from the resource `f/ai/llm` (`provider: $res:f/ai/llm`),
-resolved as the run's identity when the step runs. The demo approves the
+output schema), lets the saved agent `f/support/responder` (a linked
+`ai_agent` step: its brain and tools live in the workspace) look the order up
+and refund it (the refund tool needs a person's approval: the run waits; once
+approved, the call runs the workspace flow `f/support/refund` as a child run),
+then formats the reply with the workspace script `f/support/format_reply`.
+The classification and the agent take their provider from the resource
+`f/ai/llm` (`provider: $res:f/ai/llm`), resolved as the run's identity when
+the step runs. The demo approves the
 refund through the CLI, as a person in another terminal would, and prints
 the steps, the agent's transcript, usage and cost.
 

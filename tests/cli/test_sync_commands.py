@@ -112,7 +112,7 @@ def test_the_example_workspace_pushes(
     assert main(["sync", "push", str(EXAMPLE), "--db", db, "-m", "the demo"]) == 0
     out = capsys.readouterr().out
     assert "create  f/support/triage (flow)" in out
-    assert "Pushed: 7 to create, 0 to update, 0 unchanged." in out
+    assert "Pushed: 8 to create, 0 to update, 0 unchanged." in out
     with Workspace(db, user="ada") as ws:
         assert ws.history("f/support/triage")[0].message == "the demo"
 

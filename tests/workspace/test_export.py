@@ -32,15 +32,18 @@ async def test_a_flow_exports_with_its_closure_and_pushes_into_another_workspace
             "f/support/format_reply.py",
             "f/support/pay_refund.py",
             "f/support/refund.flow.yaml",
+            "f/support/responder.agent.yaml",
             "f/support/triage.flow.yaml",
         }
         plan = await push(other, tmp_path / "export", message="imported")
-        assert plan.applied and plan.counts()["create"] == 7
+        assert plan.applied and plan.counts()["create"] == 8
         assert (await other.run_plan("f/support/triage")).source["items"] == {
-            "f/support/format_reply": 1,
-            "f/support/refund": 1,
-            "f/support/pay_refund": 1,
+            "f/support/format_reply": 1
         }
+        agent = (await other.get("f/support/responder")).value
+        inlined = await other.inline_agent(agent)  # its refund tool's flow is there too
+        refund = next(tool for tool in inlined["tools"] if tool["name"] == "issue_refund")
+        assert refund["flow"]["source_path"] == "f/support/refund@1"
     finally:
         await ws.close()
         await other.close()

@@ -57,6 +57,10 @@ MAX_FLOW = {
 }
 
 
+AGENT_WITH_FLOW_TOOL = {"model": "fake", "tools": [{"name": "greet", "flow": "f/team/flow"}]}
+"""An agent whose tool is the team's flow: reading it in needs the viewer role on it."""
+
+
 class Outcome(enum.Enum):
     """What an operation does for a principal."""
 
@@ -230,6 +234,9 @@ READS = [
          "ok ok ok unresolved unresolved"),
     Case("resolve $var:f/team/region", lambda ws, e: ws.resolve({"r": "$var:f/team/region"}),
          "ok ok ok unresolved unresolved"),
+    # Through a linked agent's tools: the flows they name are read as the principal.
+    Case("inline_agent", lambda ws, e: ws.inline_agent(AGENT_WITH_FLOW_TOOL),
+         "ok ok ok invalid invalid"),
     Case("resolve $res:u/max/openai", lambda ws, e: ws.resolve("$res:u/max/openai"),
          "ok unresolved unresolved unresolved unresolved"),
     # People.

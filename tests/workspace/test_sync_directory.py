@@ -505,6 +505,7 @@ async def test_the_example_workspace_pushes_into_a_fresh_workspace(
     assert {c.path for c in plan.items} == {
         "f/ai/llm",
         "f/support/format_reply",
+        "f/support/responder",
         "f/support/pay_refund",
         "f/support/refund",
         "f/support/triage",
@@ -529,12 +530,14 @@ def test_the_example_flow_runs_by_path(tmp_path: Path, monkeypatch: pytest.Monke
         run = engine.submit_path(ws, "f/support/triage", ticket)
         result = run.wait(timeout=120)
         source = run.info().source
+        linked = engine.linked_agents(run.id)
     assert result is not None and source is not None
     assert result["to"] == "ada@example.com"
     assert result["category"] in ("refund", "bug", "question")
     assert "A-1001" in result["body"]
-    assert set(source["items"]) == {
-        "f/support/format_reply",
-        "f/support/refund",
-        "f/support/pay_refund",
-    }
+    # The reply's script is read when the run starts; the answer's agent (and its
+    # refund flow) when its step starts.
+    assert set(source["items"]) == {"f/support/format_reply"}
+    assert [(a["step_id"], a["path"], a["version"]) for a in linked] == [
+        ("answer", "f/support/responder", 1)
+    ]

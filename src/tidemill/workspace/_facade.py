@@ -39,7 +39,7 @@ class Workspace:
     `users`, `add_group`, `delete_group`, `set_member`, `groups`,
     `add_folder`, `set_folder`, `folders`, `grant`, `audit`, `rotate_key`),
     directories (`pull`, `push`) and what the engine asks (`run_plan`,
-    `record_run`, `resolve`).
+    `record_run`, `resolve`, `inline_agent`).
 
     Examples:
         >>> import tempfile
@@ -92,6 +92,7 @@ class Workspace:
     run_plan = _blocking(AsyncWorkspace.run_plan)
     record_run = _blocking(AsyncWorkspace.record_run)
     resolve = _blocking(AsyncWorkspace.resolve)
+    inline_agent = _blocking(AsyncWorkspace.inline_agent)
     pull = _blocking(AsyncWorkspace.pull)
     push = _blocking(AsyncWorkspace.push)
 

@@ -22,11 +22,13 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tidemill.errors import ItemNotFound, PermissionDenied
-from tidemill.flows import Flow
+from tidemill.flows import Flow, Step
+from tidemill.flows._load import flow_from_data
 from tidemill.store import Tx
 from tidemill.workspace._includes import WorkspaceIncludes
 from tidemill.workspace._items import ItemMethods
@@ -164,6 +166,35 @@ class AsyncWorkspace(ItemMethods, PeopleMethods, SyncMethods):
             UnresolvedReference: A reference the principal cannot read.
         """
         return await self.transact(lambda ctx: resolve_references(ctx, value, purpose=purpose))
+
+    async def inline_agent(
+        self, value: Mapping[str, Any], *, drafts: bool = False
+    ) -> dict[str, Any]:
+        """An `ai_agent` resource's value with the workspace flows its tools name read in.
+
+        A tool `flow: f/<folder>/<name>` (in the agent, or in a nested agent
+        of its tools) becomes the flow itself, read as the principal (from its
+        drafts too with `drafts`), as a flow's own steps are when it runs.
+
+        Raises:
+            FlowValidationError: A flow a tool names is nothing the principal
+                may read, or the agent is not valid.
+        """
+
+        def read(ctx: Context) -> dict[str, Any]:
+            wrapper = {"name": "agent", "steps": [{"id": "agent", "ai_agent": dict(value)}]}
+            loaded = flow_from_data(
+                wrapper,
+                flow_model=Flow,
+                step_model=Step,
+                source="the agent",
+                includes=WorkspaceIncludes(ctx, drafts=drafts),
+            )
+            step = loaded.steps[0].ai_agent
+            assert step is not None
+            return step.model_dump(mode="json", exclude_defaults=True)
+
+        return await self.transact(read)
 
     def resolve_in(self, tx: Tx, value: Any, *, purpose: str = "") -> Resolved | None:
         """`resolve`, inside a transaction the caller already holds on this store.

@@ -33,6 +33,7 @@ from tidemill.engine._step_env import StepEnv
 from tidemill.engine.workers._references import References, _credentials, _model_references
 from tidemill.errors import (
     ConfigurationError,
+    FlowValidationError,
     ItemNotFound,
     PermissionDenied,
     TidemillError,
@@ -160,6 +161,12 @@ async def _read(
             f"{AGENT_TYPE} resource.",
             hint=f"Link a resource of the type {AGENT_TYPE}.",
         )
+    try:
+        # The flows its tools name by path are read now, as the identity: the stored
+        # record then holds them, and a resumed job runs the same ones.
+        value = await workspace.inline_agent(value, drafts=bool(source.get("draft")))
+    except (FlowValidationError, InvalidValue) as exc:
+        return _failed(f"The agent {path} (version {version}): {exc}")
     return {"path": path, "version": version, "draft": draft, "value": value}
 
 
