@@ -234,6 +234,8 @@ READS = [
          "ok ok ok unresolved unresolved"),
     Case("resolve $var:f/team/region", lambda ws, e: ws.resolve({"r": "$var:f/team/region"}),
          "ok ok ok unresolved unresolved"),
+    Case("linked_drafts", lambda ws, e: ws.linked_drafts("f/team/flow"),
+         "ok ok ok hidden hidden"),
     # Through a linked agent's tools: the flows they name are read as the principal.
     Case("inline_agent", lambda ws, e: ws.inline_agent(AGENT_WITH_FLOW_TOOL),
          "ok ok ok invalid invalid"),

@@ -27,7 +27,7 @@ from typing import Any
 
 from tidemill.flows import WORKSPACE_PATH
 
-__all__ = ["closure", "references"]
+__all__ = ["closure", "linked_agents", "references"]
 
 _REFERENCE = re.compile(r"^\$(?:var|res):([uf](?:/[a-z0-9][a-z0-9_-]{0,63}){2,})\Z")
 _LINK = re.compile(r"^([uf](?:/[a-z0-9][a-z0-9_-]{0,63}){2,})(?:@[1-9][0-9]*)?\Z")
@@ -104,6 +104,38 @@ def _agent_items(agent: Mapping[str, Any]) -> Iterator[str]:
             yield path
         if isinstance(tool.get("agent"), Mapping):
             yield from _agent_items(tool["agent"])
+
+
+def linked_agents(flow_document: Mapping[str, Any]) -> set[str]:
+    """The agents a flow's `ai_agent` steps link (without their pins), in every body.
+
+    Examples:
+        >>> sorted(linked_agents({"steps": [{"id": "a", "ai_agent": {"agent": "f/s/triage@3"}},
+        ...     {"id": "b", "branch": {"branches": [{"when": "true", "steps": [
+        ...         {"id": "c", "ai_agent": {"agent": "f/s/refunds"}}]}]}}]}))
+        ['f/s/refunds', 'f/s/triage']
+    """
+    found: set[str] = set()
+
+    def walk(steps: Any) -> None:
+        for step in steps if isinstance(steps, list) else ():
+            if not isinstance(step, Mapping):
+                continue
+            agent = step.get("ai_agent")
+            link = agent.get("agent") if isinstance(agent, Mapping) else None
+            if isinstance(link, str) and (match := _LINK.match(link)):
+                found.add(match[1])
+            for key in _BODIES:
+                kind = step.get(key)
+                if isinstance(kind, Mapping):
+                    for body in _step_lists(kind):
+                        walk(body)
+            sub = step.get("flow")
+            if isinstance(sub, Mapping) and isinstance(sub.get("flow"), Mapping):
+                walk(sub["flow"].get("steps"))
+
+    walk(flow_document.get("steps"))
+    return found
 
 
 def references(value: Any) -> set[str]:

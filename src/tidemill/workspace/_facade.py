@@ -35,7 +35,7 @@ class Workspace:
     Each method is `AsyncWorkspace`'s of the same name, run to completion:
     items (`get`, `write`, `delete`, `list`, `history`, `diff`, `restore`,
     `clear_history`, `search`), drafts (`save_draft`, `draft`, `drafts`,
-    `discard_draft`, `deploy`), people (`whoami`, `add_user`, `set_user`,
+    `discard_draft`, `deploy`, `linked_drafts`), people (`whoami`, `add_user`, `set_user`,
     `users`, `add_group`, `delete_group`, `set_member`, `groups`,
     `add_folder`, `set_folder`, `folders`, `grant`, `audit`, `rotate_key`),
     directories (`pull`, `push`) and what the engine asks (`run_plan`,
@@ -74,6 +74,7 @@ class Workspace:
     drafts = _blocking(AsyncWorkspace.drafts)
     discard_draft = _blocking(AsyncWorkspace.discard_draft)
     deploy = _blocking(AsyncWorkspace.deploy)
+    linked_drafts = _blocking(AsyncWorkspace.linked_drafts)
     search = _blocking(AsyncWorkspace.search)
     whoami = _blocking(AsyncWorkspace.whoami)
     add_user = _blocking(AsyncWorkspace.add_user)

@@ -17,6 +17,8 @@ import yaml
 
 from tidemill.errors import ItemNotFound, VersionConflict
 from tidemill.store import dumps
+from tidemill.workspace._agents import agent_diff
+from tidemill.workspace._closure import linked_agents
 from tidemill.workspace._content import VERSIONED, Content, prepare
 from tidemill.workspace._models import Draft, Item, ItemKind, Version
 from tidemill.workspace._paths import InvalidPath, ItemPath
@@ -108,6 +110,45 @@ def _store(ctx: Context, path: str, content: Content, *, message: str, action: s
         )
     ctx.audit(action, path, kind=content.kind, version=version, message=message)
     return item
+
+
+def _deploy_one(ctx: Context, path: str, message: str) -> Item:
+    """Deploy the principal's draft at `path` (checked: the principal may write it)."""
+    ctx.rules.check("write", path)
+    found = ctx.q.draft(path, ctx.principal.name)
+    if found is None:
+        raise _not_found(ctx, path, "draft")
+    content = prepare(
+        ctx,
+        path,
+        found.kind,
+        found.value,
+        summary=found.summary,
+        description=found.description,
+        resource_type=found.resource_type,
+    )
+    item = _store(ctx, path, content, message=message, action="item.deploy")
+    ctx.q.drop_draft(path, ctx.principal.name)
+    return item
+
+
+def _linked_drafts(ctx: Context, path: str) -> list[str]:
+    """The agents the flow at `path` links that the principal has drafts of."""
+    draft = ctx.q.draft(path, ctx.principal.name)
+    stored = ctx.q.item(path)
+    document = draft.value if draft is not None else (stored.item.value if stored else None)
+    if not isinstance(document, dict):
+        return []
+    found = []
+    for each in sorted(linked_agents(document)):
+        mine = ctx.q.draft(each, ctx.principal.name)
+        if (
+            mine is not None
+            and mine.resource_type == "ai_agent"
+            and ctx.rules.allows("write", each)
+        ):
+            found.append(each)
+    return found
 
 
 class ItemMethods(Session):
@@ -297,10 +338,22 @@ class ItemMethods(Session):
         return await self.transact(read)
 
     async def diff(self, path: str, old: int, new: int | None = None) -> str:
-        """A unified diff between two versions (`new` None: the current one)."""
+        """A unified diff between two versions (`new` None: the current one).
+
+        Two versions of an agent (a resource of type `ai_agent`) are compared
+        key by key and tool by tool instead (`agent_diff`).
+        """
         path = _path(path)
         before = await self.get(path, version=old)
         after = await self.get(path, version=new) if new is not None else await self.get(path)
+        header = f"--- {path}@{before.version}\n+++ {path}@{after.version}\n"
+        if (
+            before.resource_type == after.resource_type == "ai_agent"
+            and isinstance(before.value, dict)
+            and isinstance(after.value, dict)
+        ):
+            changes = agent_diff(before.value, after.value)
+            return header + changes if changes else ""
         lines = difflib.unified_diff(
             _text(before.kind, before.value).splitlines(keepends=True),
             _text(after.kind, after.value).splitlines(keepends=True),
@@ -429,29 +482,45 @@ class ItemMethods(Session):
 
         await self.transact(drop)
 
-    async def deploy(self, path: str, *, message: str = "") -> Item:
-        """Write the principal's draft as the item's new version, and drop the draft."""
+    async def deploy(self, path: str, *, message: str = "", agents: Collection[str] = ()) -> Item:
+        """Write the principal's draft as the item's new version, and drop the draft.
+
+        Args:
+            path: The item.
+            message: Why, kept with the version(s).
+            agents: Linked agents of the flow whose drafts are deployed with it,
+                in the same transaction (`linked_drafts` lists them); the
+                drafts of those left out are kept.
+        """
         path = _path(path)
+        wanted = [_path(agent) for agent in agents]
 
         def put(ctx: Context) -> Item:
-            ctx.rules.check("write", path)
-            found = ctx.q.draft(path, ctx.principal.name)
-            if found is None:
-                raise _not_found(ctx, path, "draft")
-            content = prepare(
-                ctx,
-                path,
-                found.kind,
-                found.value,
-                summary=found.summary,
-                description=found.description,
-                resource_type=found.resource_type,
-            )
-            item = _store(ctx, path, content, message=message, action="item.deploy")
-            ctx.q.drop_draft(path, ctx.principal.name)
+            if wanted:
+                offered = _linked_drafts(ctx, path)
+                stray = [agent for agent in wanted if agent not in offered]
+                if stray:
+                    raise _not_found(ctx, stray[0], "draft of an agent this flow links")
+            item = _deploy_one(ctx, path, message)
+            for agent in wanted:
+                _deploy_one(ctx, agent, message)
             return item
 
         return await self.transact(put)
+
+    async def linked_drafts(self, path: str) -> builtins.list[str]:
+        """The agents a flow links that the principal has drafts of.
+
+        The flow is read from the principal's draft of it, else as deployed;
+        these are what `deploy(..., agents=...)` may deploy with it.
+        """
+        path = _path(path)
+
+        def read(ctx: Context) -> builtins.list[str]:
+            _readable(ctx, path)
+            return _linked_drafts(ctx, path)
+
+        return await self.transact(read)
 
     async def search(
         self, query: str, *, kinds: Collection[str] | None = None, limit: int = 20
