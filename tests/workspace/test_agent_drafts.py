@@ -67,3 +67,29 @@ async def test_two_versions_of_an_agent_diff_key_by_key_and_tool_by_tool(store_u
         assert await ws.diff("f/ops/responder", 2, 2) == ""
     finally:
         await ws.close()
+
+
+async def test_a_flow_linking_an_agent_is_checked_against_it_when_written(store_url: str) -> None:
+    from tidemill.workspace import InvalidValue
+
+    ws = AsyncWorkspace(store_url, user="ada", keyring=Keyring(MasterKey.generate()), migrate=True)
+    try:
+        await ws.add_folder("ops")
+        with pytest.raises(InvalidValue) as missing:
+            await ws.write("f/ops/answer", "flow", FLOW)
+        assert "links f/ops/responder, which names no ai_agent resource" in str(missing.value)
+        await ws.write("f/ops/responder", "resource", AGENT, resource_type="ai_agent")
+        await ws.write("f/ops/answer", "flow", FLOW)  # now it is there
+        narrowed = {"agent": "f/ops/responder", "enabled_tools": ["lookup", "refund"]}
+        bad = {"steps": [{**FLOW["steps"][0], "ai_agent": narrowed}]}
+        with pytest.raises(InvalidValue) as unknown:
+            await ws.write("f/ops/answer", "flow", bad)
+        assert "'refund', which the agent f/ops/responder does not have; its tools: lookup" in (
+            str(unknown.value)
+        )
+        pinned = {"steps": [{**FLOW["steps"][0], "ai_agent": {"agent": "f/ops/responder@2"}}]}
+        with pytest.raises(InvalidValue):
+            await ws.write("f/ops/answer", "flow", pinned)  # there is no version 2
+        assert (await ws.get("f/ops/answer")).version == 1
+    finally:
+        await ws.close()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidemill.errors import ConfigurationError, FlowValidationError
-from tidemill.flows import Flow
+from tidemill.flows import AIAgent, Flow
 from tidemill.flows._load import DocumentError, parse_document
 from tidemill.workspace._agents import AGENT_TYPE, agent_definition
 from tidemill.workspace._includes import WorkspaceIncludes
@@ -164,11 +164,43 @@ def _flow_document(ctx: Context, path: str, value: Any) -> dict[str, Any]:
         raise InvalidValue(f"{path}: a flow is a mapping (a flow document).")
     document = dict(value)
     try:
-        Flow.from_dict(
+        flow = Flow.from_dict(
             {"name": path.rsplit("/", 1)[-1], **document},
             source=path,
             includes=WorkspaceIncludes(ctx),
         )
     except FlowValidationError as exc:
         raise exc from None
+    for step in flow.walk():
+        if step.ai_agent is not None and step.ai_agent.agent is not None:
+            _check_link(ctx, path, step.id, step.ai_agent)
     return document
+
+
+def _check_link(ctx: Context, path: str, step_id: str, step: AIAgent) -> None:
+    """A linked step names an agent the writer may read, and tools that agent has."""
+    link = step.agent_path
+    assert link is not None
+    pin = step.agent_version
+    stored = ctx.q.item(link) if ctx.rules.allows("read", link) else None
+    value: Any = None
+    if stored is not None and not stored.item.deleted:
+        if pin is None:
+            value = stored.item.value if stored.item.resource_type == "ai_agent" else None
+        elif (old := ctx.q.version(link, pin)) is not None and old.resource_type == "ai_agent":
+            value = old.value
+    if not isinstance(value, dict):
+        raise InvalidValue(
+            f"{path}: step {step_id!r} links {step.agent}, which names no ai_agent resource "
+            f"that {ctx.principal.name} may read.",
+            hint="Write the agent first (a resource of type ai_agent), or fix the path.",
+        )
+    tools = [str(t.get("name")) for t in value.get("tools") or () if isinstance(t, dict)]
+    named = [*(step.enabled_tools or ()), *step.tool_inputs]
+    unknown = sorted({name for name in named if name not in tools})
+    if unknown:
+        raise InvalidValue(
+            f"{path}: step {step_id!r} names {', '.join(map(repr, unknown))}, which the agent "
+            f"{link} does not have; its tools: {', '.join(tools) or 'none'}.",
+            hint="Name the agent's tools in enabled_tools and tool_inputs.",
+        )
