@@ -10,21 +10,18 @@ does not do is `tidemill.workspace._sync`'s.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from tidemill.cli._common import add_db_option, db_url, dump_json
+from tidemill.cli._common import dump_json
+from tidemill.cli._ws_people import add_ws_options, open_workspace
 
 if TYPE_CHECKING:
-    from tidemill.workspace import AsyncWorkspace
     from tidemill.workspace._sync import PullReport, PushPlan
 
 __all__ = ["register", "run"]
-
-T = TypeVar("T")
 
 _EPILOG = """\
 examples:
@@ -40,18 +37,7 @@ keeps the stored one. A push deletes nothing.
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", metavar="DIR", type=Path, help="the sync directory")
-    add_db_option(parser)
-    parser.add_argument(
-        "--workspace", metavar="NAME", default=None, help="the workspace (default: default)"
-    )
-    parser.add_argument(
-        "--as",
-        dest="actor",
-        metavar="USER",
-        default=None,
-        help="act as this user (workspace admins only)",
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_ws_options(parser, json_output=True)
 
 
 def register(
@@ -96,36 +82,19 @@ def register(
     return run
 
 
-def _with_workspace(
-    args: argparse.Namespace, action: Callable[[AsyncWorkspace], Awaitable[T]]
-) -> T:
-    from tidemill.workspace import DEFAULT_WORKSPACE, AsyncWorkspace
-
-    async def main() -> T:
-        ws = AsyncWorkspace(db_url(args), workspace=args.workspace or DEFAULT_WORKSPACE)
-        try:
-            acting = await ws.acting_as(args.actor) if args.actor else ws
-            return await action(acting)
-        finally:
-            await ws.close()
-
-    return asyncio.run(main())
-
-
 def run(args: argparse.Namespace) -> int:
     """Run one `sync` action; return its exit status."""
-    from tidemill.workspace._sync import pull, push
     from tidemill.workspace._tree import SyncFileError
 
     root: Path = args.directory
     try:
         if args.action == "pull":
-            report = _with_workspace(args, lambda ws: pull(ws, root, flow=args.flow))
+            with open_workspace(args) as ws:
+                report = ws.pull(root, flow=args.flow)
             _print_pull(report, json_output=args.json)
             return 0
-        plan = _with_workspace(
-            args, lambda ws: push(ws, root, dry_run=args.dry_run, message=args.message)
-        )
+        with open_workspace(args) as ws:
+            plan = ws.push(root, dry_run=args.dry_run, message=args.message)
     except SyncFileError as exc:
         if args.json:
             print(dump_json({"error": exc.message, **exc.context}))

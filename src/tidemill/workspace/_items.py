@@ -112,21 +112,26 @@ def _store(ctx: Context, path: str, content: Content, *, message: str, action: s
     return item
 
 
+def _checked_again(ctx: Context, path: str, saved: Draft | Version) -> Content:
+    """A draft or a past version, checked again as content of its kind (to write it)."""
+    return prepare(
+        ctx,
+        path,
+        saved.kind,
+        saved.value,
+        summary=saved.summary,
+        description=saved.description,
+        resource_type=saved.resource_type,
+    )
+
+
 def _deploy_one(ctx: Context, path: str, message: str) -> Item:
     """Deploy the principal's draft at `path` (checked: the principal may write it)."""
     ctx.rules.check("write", path)
     found = ctx.q.draft(path, ctx.principal.name)
     if found is None:
         raise _not_found(ctx, path, "draft")
-    content = prepare(
-        ctx,
-        path,
-        found.kind,
-        found.value,
-        summary=found.summary,
-        description=found.description,
-        resource_type=found.resource_type,
-    )
+    content = _checked_again(ctx, path, found)
     item = _store(ctx, path, content, message=message, action="item.deploy")
     ctx.q.drop_draft(path, ctx.principal.name)
     return item
@@ -371,15 +376,7 @@ class ItemMethods(Session):
             old = ctx.q.version(path, version)
             if old is None:
                 raise _not_found(ctx, f"{path}@{version}", "version")
-            content = prepare(
-                ctx,
-                path,
-                old.kind,
-                old.value,
-                summary=old.summary,
-                description=old.description,
-                resource_type=old.resource_type,
-            )
+            content = _checked_again(ctx, path, old)
             note = message or f"restore version {version}"
             return _store(ctx, path, content, message=note, action="item.restore")
 

@@ -121,7 +121,8 @@ async def _read(
         return _failed(
             f"Step {step.id!r} links the agent {path}, but run {run.root_id} has no identity "
             "to read it as.",
-            hint="Start it from the workspace (engine.submit_path, tidemill ws run) "
+            hint="Start it from the workspace (engine.submit_path, "
+            "tidemill run f/<folder>/<flow>) "
             "or pass run_as= to submit.",
             kind="UnresolvedReference",
         )

@@ -137,7 +137,8 @@ class References:
             raise UnresolvedReference(
                 f"Step {step.id!r} uses workspace references ($var:/$res:), but run "
                 f"{run.root_id} has no identity to resolve them as.",
-                hint="Start it from the workspace (engine.submit_path, tidemill ws run) "
+                hint="Start it from the workspace (engine.submit_path, "
+                "tidemill run f/<folder>/<flow>) "
                 "or pass run_as= to submit.",
                 context={"run_id": run.root_id, "step": step.id},
             )
