@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tidemill.engine import AsyncEngine
-from tidemill.engine._memory import RECALL_HEADER
+from tidemill.engine._memory import RECALL_HEADER, memory_uuid
 from tidemill.engine._models import ModelChoice
 from tidemill.errors import RunFailed
 from tidemill.flows import Flow
@@ -100,11 +100,12 @@ async def test_a_second_run_recalls_the_first_as_untrusted_user_context(
     assert "[assistant]: re: My name is Ada." in (memory.content or "")
     assert user == Message.user("What is my name?")
     assert not any(m.role == "assistant" for m in second.messages)
+    c1 = memory_uuid("c-1", scope="flow:support")
     assert await stored(engine, store_url) == [
-        ("c-1", "support/agent", 1, "user", "My name is Ada."),
-        ("c-1", "support/agent", 2, "assistant", "re: My name is Ada."),
-        ("c-1", "support/agent", 3, "user", "What is my name?"),
-        ("c-1", "support/agent", 4, "assistant", "re: What is my name?"),
+        (c1, "agent", 1, "user", "My name is Ada."),
+        (c1, "agent", 2, "assistant", "re: My name is Ada."),
+        (c1, "agent", 3, "user", "What is my name?"),
+        (c1, "agent", 4, "assistant", "re: What is my name?"),
     ]
 
 

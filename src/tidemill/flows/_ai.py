@@ -265,22 +265,72 @@ class AgentQuestions(FlowModel):
 
 
 class AgentMemory(FlowModel):
-    """Conversation memory of an `ai_agent` step, kept per (memory id, step).
+    """Managed conversation memory of an `ai_agent` step (a brain key, saved with an agent).
 
-    The memory id is the step's input `memory_id` (an expression like any
-    input, e.g. `flow_input.customer`); without one the step neither recalls
-    nor stores anything. A successful step appends its exchange (the user
-    message and the final answer) in the transaction that records its result.
-    A fresh agent run recalls the newest `turns` exchanges as one user-role
-    message, framed as untrusted information, before the new user message.
+    - `{kind: window, context_length: N}`: the store keeps the conversation,
+      per (memory id, step id), and a fresh agent run recalls its newest `N`
+      messages, as one user-role message framed as untrusted information.
+      The memory id is the step's input `memory_id` when the step sets one (an
+      expression that evaluates to nothing runs stateless), else the run's
+      (`submit(memory_id=...)`); with neither, the step runs stateless.
+    - `{kind: off}` (or no `memory` at all): nothing is kept; the step's
+      input `previous_messages` supplies the history.
+    - The older spellings still read: `{kind: auto, context_length: N,
+      memory_id: ...}` (the run's memory id, else the one written here) and
+      `{kind: manual, messages: [...]}` (replays its list); neither reads the
+      step's `memory_id` or `previous_messages`. `{turns: N}` reads as a
+      window of `2N` messages.
 
     Examples:
-        >>> AgentMemory().turns
-        10
+        >>> AgentMemory(kind="window", context_length=6).managed
+        True
+        >>> AgentMemory.model_validate({"turns": 3}).context_length
+        6
+        >>> AgentMemory(kind="auto").kind_read
+        'off'
     """
 
-    turns: int = Field(default=10, ge=1)
-    """The most earlier exchanges (a user message and its answer) recalled."""
+    kind: Literal["window", "off", "auto", "manual"] = "window"
+    """`window` keeps and replays the conversation; `off` keeps none; `auto` and `manual`
+    are the older spellings."""
+
+    context_length: int | None = Field(default=None, ge=0)
+    """How many of the newest stored messages a run recalls (`window`, `auto`)."""
+
+    memory_id: str | None = None
+    """`auto` only: the memory id written with the agent, used when the run has none."""
+
+    messages: list[dict[str, Any]] | None = None
+    """`manual` only: the history to replay, as `{role, content}` mappings."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_turns(cls, data: Any) -> Any:
+        if isinstance(data, dict) and set(data) == {"turns"} and isinstance(data["turns"], int):
+            return {"kind": "window", "context_length": 2 * data["turns"]}
+        return data
+
+    @model_validator(mode="after")
+    def _fits_kind(self) -> AgentMemory:
+        if self.kind == "window" and not self.context_length:
+            raise ValueError("a window memory needs context_length: the messages it recalls (>= 1)")
+        if self.memory_id is not None and self.kind != "auto":
+            raise ValueError("memory_id belongs to the step's inputs, not to a window memory")
+        if self.messages is not None and self.kind != "manual":
+            raise ValueError("messages belong to a manual memory (or to previous_messages)")
+        return self
+
+    @property
+    def kind_read(self) -> str:
+        """The kind as run: an `auto` without a count (or with 0) is `off`."""
+        if self.kind == "auto" and not self.context_length:
+            return "off"
+        return self.kind
+
+    @property
+    def managed(self) -> bool:
+        """Whether the store keeps this memory (`window`)."""
+        return self.kind == "window"
 
 
 class SpecialistBudget(FlowModel):

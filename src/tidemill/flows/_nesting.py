@@ -362,7 +362,8 @@ class AIAgent(_ModelSettings, StepKind):
     """Bounds on delegation: allowed tools, depth, fan-out, concurrency."""
 
     memory: AgentMemory | None = None
-    """Conversation memory keyed by the step's input `memory_id`; None keeps none."""
+    """Managed memory (`{kind: window, context_length: N}`); None or `{kind: off}` keeps none,
+    and the step's input `previous_messages` then supplies the history."""
 
     questions: AgentQuestions | None = None
     """Let the model ask a person with the tool `ask_person`; None gives it no such tool."""

@@ -13,9 +13,10 @@ continues from it:
   flight runs again with the same idempotency key, unless its tool is not
   idempotent: then a person first says whether it took effect (see
   `_reconcile`);
-- otherwise a new agent run starts with the step's input `user_message`
-  (after the recalled memory, with `memory` and a `memory_id`; see
-  `tidemill.engine._memory`).
+- otherwise a new agent run starts with the step's input `user_message`,
+  after its history (recalled memory or `previous_messages`, as
+  `tidemill.engine._memory.history_source` reconciles them; its notes go
+  to the job log).
 
 Bounds (`max_iterations`, `limits`) end the step with a non-retryable
 `LimitExceeded` naming the bound and its value, with the partial transcript.
@@ -34,7 +35,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from tidemill.agents import AgentRuntime
@@ -42,9 +43,10 @@ from tidemill.agents.checkpoint import Checkpointer
 from tidemill.agents.journal import RunFailed
 from tidemill.engine._journal import Journal
 from tidemill.engine._memory import (
+    History,
     MemoryWrite,
     exchange,
-    memory_id_of,
+    history_source,
     recall_message,
     step_key,
 )
@@ -154,27 +156,46 @@ class AgentStep:
 
     def succeeded(self, value: Any) -> Outcome:
         memory = None
-        key = self._memory_key()
-        if key is not None:
+        if self.history.memory_id is not None:
             entries = exchange(self.inputs.get("user_message"), value)
-            memory = MemoryWrite(key[0], key[1], entries)
+            memory = MemoryWrite(self.history.memory_id, step_key(self.step.id), entries)
         return Outcome("succeeded", value, memory=memory, **self._spent())
 
-    def _memory_key(self) -> tuple[str, str] | None:
-        """`(memory id, step key)` when the step keeps memory and has a memory id."""
-        memory_id = memory_id_of(self.inputs)
-        if self.agent.memory is None or memory_id is None:
-            return None
-        return memory_id, step_key(self.env.run.flow_name, self.step.id)
+    @cached_property
+    def history(self) -> History:
+        """Where this invocation's history comes from (`history_source`)."""
+        run = self.env.run
+        source = run.source or {}
+        scope = (
+            f"workspace:{source.get('workspace')}:{source.get('path')}"
+            if source.get("path")
+            else f"flow:{run.flow_name}"
+        )
+        return history_source(
+            self.agent.memory,
+            declared=list(self.step.inputs),
+            inputs=self.inputs,
+            run_memory_id=None,
+            scope=scope,
+        )
 
     async def _prompt(self, text: str) -> str | list[Message]:
-        """The new run's prompt: the recalled memory (if any) as a user message, then `text`."""
-        key, memory = self._memory_key(), self.agent.memory
-        if key is None or memory is None:
-            return text
-        entries = await self.env.store.transact(
-            lambda tx: tx.agent_memory(key[0], key[1], 2 * memory.turns)
-        )
+        """The new run's prompt: its history (if any) as one user message, then `text`.
+
+        The history's notes (ignored inputs, stateless fall-backs) go to the job log.
+        """
+        history = self.history
+        self.site.logs.extend(("stderr", note) for note in history.notes)
+        entries: list[tuple[str, str]] = list(history.messages)
+        memory_id = history.memory_id
+        if memory_id is not None and history.context_length > 0:
+            entries.extend(
+                await self.env.store.transact(
+                    lambda tx: tx.agent_memory(
+                        memory_id, step_key(self.step.id), history.context_length
+                    )
+                )
+            )
         recalled = recall_message(entries)
         return text if recalled is None else [recalled, Message.user(text)]
 
