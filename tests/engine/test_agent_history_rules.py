@@ -184,3 +184,50 @@ def test_memory_shapes_are_checked() -> None:
         AgentMemory.model_validate({"kind": "window", "context_length": 2, "memory_id": "x"})
     assert AgentMemory.model_validate({"kind": "off"}).managed is False
     assert AgentMemory.model_validate({"turns": 2}).context_length == 4
+
+
+async def run_with_memory(
+    engine: AsyncEngine, flow: Flow, model: Model, memory_id: str | None, text: str
+) -> tuple[str, list[str]]:
+    async with engine.worker(poll=0.1, pool_size=1, models=resolver(model)):
+        run_id = await engine.submit(flow, {"text": text}, memory_id=memory_id)
+        await engine.wait(run_id, timeout=60)
+    return run_id, [row.body for row in await engine.logs(run_id)]
+
+
+async def test_the_runs_memory_id_set_at_queue_time_serves_a_step_naming_none(
+    engine: AsyncEngine,
+) -> None:
+    model = answers()
+    flow = agent_flow(WINDOW, {})
+    first, _logs = await run_with_memory(engine, flow, model, "conv-9", "I am Ada.")
+    await run_with_memory(engine, flow, model, "conv-9", "Who am I?")
+    assert "[user]: I am Ada." in recalled_text(model.requests[-1])
+    info = await engine.get(first)
+    assert info.memory_id == memory_uuid("conv-9", scope="flow:support")
+    other = agent_flow(WINDOW, {}, name="billing")
+    await run_with_memory(engine, other, model, "conv-9", "Who am I?")
+    assert recalled_text(model.requests[-1]) == ""  # one key, two flows: two memories
+    _run, logs = await run_with_memory(engine, flow, model, None, "Anyone?")
+    assert recalled_text(model.requests[-1]) == ""
+    assert any("no memory id" in line for line in logs)
+
+
+async def test_a_steps_memory_id_overrides_the_runs(engine: AsyncEngine) -> None:
+    model = answers()
+    flow = agent_flow(WINDOW, {"memory_id": "shared"})
+    await run_with_memory(engine, flow, model, "conv-1", "remember X")
+    await run_with_memory(engine, flow, model, "conv-2", "what?")
+    assert "[user]: remember X" in recalled_text(model.requests[-1])
+    assert {m for m, _s in await stored_ids(engine)} == {
+        memory_uuid("shared", scope="flow:support")
+    }
+
+
+async def test_legacy_auto_prefers_the_runs_memory_id(engine: AsyncEngine) -> None:
+    model = answers()
+    flow = agent_flow({"kind": "auto", "context_length": 4, "memory_id": "baked"}, {})
+    await run_with_memory(engine, flow, model, "conv-1", "hello")
+    assert {m for m, _s in await stored_ids(engine)} == {
+        memory_uuid("conv-1", scope="flow:support")
+    }

@@ -150,6 +150,12 @@ def register(
         help="only submit the run and print its id; a `tidemill worker` executes it",
     )
     parser.add_argument("--draft", action="store_true", help="run your draft of a workspace flow")
+    parser.add_argument(
+        "--memory-id",
+        metavar="KEY",
+        help="the run's memory id: the conversation its window-memory agent steps recall "
+        "and extend (a key scoped to this flow, or a UUID)",
+    )
     parser.add_argument("--as", dest="actor", metavar="USER",
                         help="run as this user (workspace admins only)")  # fmt: skip
     parser.add_argument("--workspace", metavar="NAME", help="the workspace (default: default)")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tidemill.engine._journal import Journal, open_journal, thread_id
+from tidemill.engine._memory import memory_scope, memory_uuid
 from tidemill.engine.runs._decisions import audit_decision
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
@@ -79,6 +80,8 @@ class RunInfo:
     """What it ran, for a run of a workspace path (`AsyncEngine.submit_path`):
     `workspace`, `path`, `version` (0 for a draft), `draft`, and `items`, the
     version of each workspace script and flow it included."""
+    memory_id: str | None = None
+    """Its memory id as stored (a UUID), when it was submitted with one."""
 
     @property
     def done(self) -> bool:
@@ -93,7 +96,7 @@ def _info(tx: Tx, run: RunRow, status: str | None = None) -> RunInfo:
     result = tx.payload(run.id, "result") if status == "succeeded" else None
     return RunInfo(
         run.id, run.flow_name, status, result, run.error, run.created_at, run.finished_at,
-        run.run_as, run.source,
+        run.run_as, run.source, run.memory_id,
     )  # fmt: skip
 
 
@@ -156,6 +159,7 @@ class AsyncEngine:
         *,
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
+        memory_id: str | None = None,
     ) -> str:
         """Validate the input and enqueue a run; return its id.
 
@@ -167,13 +171,20 @@ class AsyncEngine:
                 a step with references then fails). `submit_path` sets it
                 to the workspace's principal.
             source: What the run ran, recorded with it (`RunInfo.source`).
+            memory_id: The run's memory id: the memory its window-memory agent
+                steps recall and extend when a step names none. A UUID is
+                kept as is; another string is hashed to a v5 UUID scoped to
+                the workspace and the flow the run starts from (`source`'s, or
+                the flow's name), so one key in two flows names two memories.
 
         Raises:
             FlowValidationError: The flow (file) is malformed, or `Flow.check` finds a
                 mistake in it (a model spec, a placeholder, a script's inputs).
             FlowInputError: `inputs` does not fit the flow's input schema.
         """
-        (run_id,) = await self.submit_many(flow, [inputs or {}], run_as=run_as, source=source)
+        (run_id,) = await self.submit_many(
+            flow, [inputs or {}], run_as=run_as, source=source, memory_id=memory_id
+        )
         return run_id
 
     async def submit_many(
@@ -183,13 +194,19 @@ class AsyncEngine:
         *,
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
+        memory_id: str | None = None,
     ) -> list[str]:
         """Enqueue one run per input, in one transaction; return their ids in order.
 
         Every input is validated first: one bad input enqueues nothing.
-        `run_as` and `source` are `submit`'s, for every run.
+        `run_as`, `source` and `memory_id` are `submit`'s, for every run.
         """
         flow = _load(flow)
+        stored_memory = (
+            None
+            if not memory_id
+            else memory_uuid(memory_id, scope=memory_scope(source, flow.name or "flow"))
+        )
         checked = [flow.validate_input(each) for each in inputs]
         digest, body = flow.digest(), flow.model_dump_json()
         limit = None if flow.concurrency is None else flow.concurrency.limit
@@ -208,6 +225,7 @@ class AsyncEngine:
                     limit=limit,
                     run_as=run_as,
                     source=source,
+                    memory_id=stored_memory,
                 ).id
                 for each, key in zip(checked, keys, strict=True)
             ]
@@ -224,6 +242,7 @@ class AsyncEngine:
         inputs: Mapping[str, Any] | None = None,
         *,
         draft: bool = False,
+        memory_id: str | None = None,
     ) -> str:
         """Run the workspace flow at `path`, as the workspace's principal; return the run's id.
 
@@ -231,7 +250,8 @@ class AsyncEngine:
         draft of it), with the workspace scripts and sub-flows it names read
         as the principal; the run records who it runs as (`RunInfo.run_as`)
         and the versions it ran (`RunInfo.source`), and the workspace audits
-        its start. The workspace must be in this engine's database.
+        its start. `memory_id` is `submit`'s (scoped to the workspace and `path`).
+        The workspace must be in this engine's database.
 
         Raises:
             ItemNotFound: No flow (or draft) at `path` the principal may run.
@@ -247,7 +267,9 @@ class AsyncEngine:
                 context={"workspace_store": str(workspace.store.url), "engine": str(self.url)},
             )
         plan = await workspace.run_plan(path, draft=draft)
-        run_id = await self.submit(plan.flow, inputs, run_as=plan.run_as, source=plan.source)
+        run_id = await self.submit(
+            plan.flow, inputs, run_as=plan.run_as, source=plan.source, memory_id=memory_id
+        )
         await workspace.record_run(run_id, plan)
         return run_id
 

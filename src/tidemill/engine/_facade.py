@@ -119,9 +119,13 @@ class Engine:
         *,
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
+        memory_id: str | None = None,
     ) -> Run:
         """Validate the input and enqueue a run (see `AsyncEngine.submit`)."""
-        return Run(self, self._call(self.core.submit(flow, inputs, run_as=run_as, source=source)))
+        submitted = self.core.submit(
+            flow, inputs, run_as=run_as, source=source, memory_id=memory_id
+        )
+        return Run(self, self._call(submitted))
 
     def submit_path(
         self,
@@ -130,6 +134,7 @@ class Engine:
         inputs: Mapping[str, Any] | None = None,
         *,
         draft: bool = False,
+        memory_id: str | None = None,
     ) -> Run:
         """Run the workspace flow at `path` as its principal (see `AsyncEngine.submit_path`).
 
@@ -148,7 +153,8 @@ class Engine:
             {'who': 'the team'} ada 1
         """
         core = workspace.core if isinstance(workspace, Workspace) else workspace
-        return Run(self, self._call(self.core.submit_path(core, path, inputs, draft=draft)))
+        submitted = self.core.submit_path(core, path, inputs, draft=draft, memory_id=memory_id)
+        return Run(self, self._call(submitted))
 
     def run(self, run_id: str) -> Run:
         """A handle on an existing run (checked to exist)."""

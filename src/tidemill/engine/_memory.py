@@ -38,6 +38,7 @@ __all__ = [
     "exchange",
     "history_source",
     "memory_id_of",
+    "memory_scope",
     "memory_uuid",
     "recall_message",
     "step_key",
@@ -99,6 +100,20 @@ def memory_uuid(key: str, *, scope: str) -> str:
         return str(uuid.UUID(key))
     except ValueError:
         return str(uuid.uuid5(MEMORY_NAMESPACE, f"{scope}\n{key}"))
+
+
+def memory_scope(source: Mapping[str, Any] | None, flow_name: str) -> str:
+    """What a run's string memory ids are hashed into: its workspace and path, or its flow's name.
+
+    Examples:
+        >>> memory_scope({"workspace": "acme", "path": "f/support/triage"}, "triage")
+        'workspace:acme:f/support/triage'
+        >>> memory_scope(None, "triage")
+        'flow:triage'
+    """
+    if source and source.get("path"):
+        return f"workspace:{source.get('workspace')}:{source.get('path')}"
+    return f"flow:{flow_name}"
 
 
 @dataclass(frozen=True, slots=True)

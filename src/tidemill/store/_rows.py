@@ -50,17 +50,20 @@ class RunRow:
     source: dict[str, Any] | None = None
     """What it ran, when started from a workspace path (`RunPlan.source`):
     `workspace`, `path`, `version`, `draft`, `items`. Child runs have their root's."""
+    memory_id: str | None = None
+    """The run's memory id, as stored (a UUID; `submit(memory_id=...)`), or None.
+    Child runs have their root's."""
 
     COLUMNS = (
         "id, root_id, parent_id, parent_job, child_index, scope, flow_name, digest, status, "
-        "concurrency_key, created_at, started_at, finished_at, error, run_as, source"
+        "concurrency_key, created_at, started_at, finished_at, error, run_as, source, memory_id"
     )
 
     @classmethod
     def of(cls, row: tuple[Any, ...]) -> RunRow:
         """Build from a row selected with `COLUMNS`."""
         (id_, root, parent, job, index, scope, name, digest, status, key, *rest) = row
-        created, started, finished, error, run_as, source = rest
+        created, started, finished, error, run_as, source, memory_id = rest
         return cls(
             id_,
             root,
@@ -78,6 +81,7 @@ class RunRow:
             _json(error),
             run_as,
             _json(source),
+            memory_id,
         )
 
 

@@ -59,7 +59,7 @@ class RunQueries(Statements):
     def insert_run(self, run: RunRow) -> None:
         """Add a run."""
         self.execute(
-            f"INSERT INTO tm_runs ({_RUN}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO tm_runs ({_RUN}) VALUES ({', '.join('?' * 17)})",
             (
                 run.id,
                 run.root_id,
@@ -77,6 +77,7 @@ class RunQueries(Statements):
                 None if run.error is None else dumps(run.error),
                 run.run_as,
                 None if run.source is None else dumps(run.source),
+                run.memory_id,
             ),
         )
 

@@ -47,6 +47,7 @@ from tidemill.engine._memory import (
     MemoryWrite,
     exchange,
     history_source,
+    memory_scope,
     recall_message,
     step_key,
 )
@@ -165,18 +166,12 @@ class AgentStep:
     def history(self) -> History:
         """Where this invocation's history comes from (`history_source`)."""
         run = self.env.run
-        source = run.source or {}
-        scope = (
-            f"workspace:{source.get('workspace')}:{source.get('path')}"
-            if source.get("path")
-            else f"flow:{run.flow_name}"
-        )
         return history_source(
             self.agent.memory,
             declared=list(self.step.inputs),
             inputs=self.inputs,
-            run_memory_id=None,
-            scope=scope,
+            run_memory_id=run.memory_id,
+            scope=memory_scope(run.source, run.flow_name),
         )
 
     async def _prompt(self, text: str) -> str | list[Message]:

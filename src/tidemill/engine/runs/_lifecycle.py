@@ -37,11 +37,13 @@ class Lifecycle(Progress):
         limit: int | None = None,
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
+        memory_id: str | None = None,
     ) -> RunRow:
         """Add a top-level run and queue its first steps (or wait for a concurrency slot).
 
         `run_as` is who its references are resolved as, `source` what it ran
-        (a workspace path's `RunPlan.source`); its child runs inherit both.
+        (a workspace path's `RunPlan.source`), `memory_id` its memory id as
+        stored; its child runs inherit them.
         """
         self.tx.put_definition(digest, flow.name, body, self.now)
         self.defs.add(digest, flow)
@@ -49,7 +51,7 @@ class Lifecycle(Progress):
         run = RunRow(
             run_id, run_id, None, None, None, "[]", flow.name or "flow", digest, "running",
             concurrency_key, self.now, self.now, None, None, run_as,
-            None if source is None else dict(source),
+            None if source is None else dict(source), memory_id,
         )  # fmt: skip
         if concurrency_key is not None and limit is not None:
             self.tx.lock_gate(concurrency_key)

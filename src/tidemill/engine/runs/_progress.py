@@ -76,6 +76,7 @@ class Progress:
             run_id, parent.root_id, parent.id, job.id, index,
             child_scope(parent.scope, job.step_id, part), parent.flow_name, parent.digest,
             "running", None, self.now, self.now, None, None, parent.run_as, parent.source,
+            parent.memory_id,
         )  # fmt: skip
         self.tx.insert_run(child)
         self.tx.put_payload(run_id, "context", ctx)

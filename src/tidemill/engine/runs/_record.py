@@ -133,6 +133,7 @@ class Recording(Progress):
                 request.run_id, run.root_id, run.id, job.id, None, scope,
                 request.flow.name or request.tool, request.digest, "running", None,
                 self.now, self.now, None, None, run.run_as, run.source,
+                run.memory_id,
             )  # fmt: skip
             self.tx.insert_run(child)
             self.tx.put_payload(child.id, "context", {"flow_input": request.flow_input})

@@ -23,7 +23,8 @@ CREATE TABLE tm_runs (
     finished_at     REAL,
     error           TEXT,
     run_as          TEXT,
-    source          TEXT
+    source          TEXT,
+    memory_id       TEXT
 );
 CREATE INDEX tm_runs_root ON tm_runs (root_id);
 CREATE INDEX tm_runs_parent_job ON tm_runs (parent_job);
