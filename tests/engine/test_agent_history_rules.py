@@ -231,3 +231,24 @@ async def test_legacy_auto_prefers_the_runs_memory_id(engine: AsyncEngine) -> No
     assert {m for m, _s in await stored_ids(engine)} == {
         memory_uuid("conv-1", scope="flow:support")
     }
+
+
+async def test_memories_are_listed_and_deleted(engine: AsyncEngine) -> None:
+    model = answers()
+    flow = agent_flow(WINDOW, {"memory_id": {"expr": "flow_input.customer"}})
+    await ask(engine, flow, model, text="one", customer="a")
+    await ask(engine, flow, model, text="two", customer="a")
+    await ask(engine, flow, model, text="three", customer="b")
+    a, b = memory_uuid("a", scope="flow:support"), memory_uuid("b", scope="flow:support")
+    listed = await engine.memories()
+    assert {(row.memory_id, row.step_key, row.messages) for row in listed} == {
+        (a, "agent", 4),
+        (b, "agent", 2),
+    }
+    assert listed[0].memory_id == b  # the most recently written first
+    assert [row.memory_id for row in await engine.memories(a)] == [a]
+    assert await engine.delete_memory(a, step="other") == 0
+    assert await engine.delete_memory(a) == 4
+    assert [row.memory_id for row in await engine.memories()] == [b]
+    await ask(engine, flow, model, text="again", customer="a")
+    assert recalled_text(model.requests[-1]) == ""  # deleted: nothing recalled

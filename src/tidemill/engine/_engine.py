@@ -37,6 +37,7 @@ from tidemill.store import (
     ApprovalRow,
     JobRow,
     LogRow,
+    MemoryRow,
     RunRow,
     Store,
     StoreURL,
@@ -379,6 +380,23 @@ class AsyncEngine:
         run = await self.get(run_id)
         rows: list[dict[str, Any]] = await self._transact(lambda tx: tx.usage(run.id))
         return rows
+
+    async def memories(self, memory_id: str | None = None, *, limit: int = 100) -> list[MemoryRow]:
+        """Stored agent memories, per (memory id, step id), most recently written first.
+
+        `memory_id` is a memory id as stored (a UUID, as `RunInfo.memory_id`
+        shows it, or `memory_uuid(key, scope=...)`): only its memories.
+        Nothing expires a memory; `delete_memory` removes one.
+        """
+        rows: list[MemoryRow] = await self._transact(
+            lambda tx: tx.agent_memories(memory_id, limit=limit)
+        )
+        return rows
+
+    async def delete_memory(self, memory_id: str, *, step: str | None = None) -> int:
+        """Delete a stored memory (of every step, or of `step`); return the messages removed."""
+        removed: int = await self._transact(lambda tx: tx.delete_agent_memory(memory_id, step))
+        return removed
 
     async def linked_agents(self, run_id: str) -> list[dict[str, Any]]:
         """The agents a run's linked steps ran, one record per job (see `recorded_agents`)."""

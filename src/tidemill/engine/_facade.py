@@ -13,7 +13,7 @@ from tidemill.engine.runs._waits import Wait
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import RunStateError
 from tidemill.flows import Flow
-from tidemill.store import ApprovalRow, JobRow, LogRow
+from tidemill.store import ApprovalRow, JobRow, LogRow, MemoryRow
 from tidemill.types import Message
 from tidemill.workspace import AsyncWorkspace, Workspace
 
@@ -172,6 +172,16 @@ class Engine:
         """Every step attempt of a run, oldest first."""
         result: list[JobRow] = self._call(self.core.jobs(run_id))
         return result
+
+    def memories(self, memory_id: str | None = None, *, limit: int = 100) -> list[MemoryRow]:
+        """Stored agent memories (see `AsyncEngine.memories`)."""
+        rows: list[MemoryRow] = self._call(self.core.memories(memory_id, limit=limit))
+        return rows
+
+    def delete_memory(self, memory_id: str, *, step: str | None = None) -> int:
+        """Delete a stored memory (see `AsyncEngine.delete_memory`)."""
+        removed: int = self._call(self.core.delete_memory(memory_id, step=step))
+        return removed
 
     def logs(self, run_id: str, *, after: int = 0) -> list[LogRow]:
         """What the run's steps printed (see `AsyncEngine.logs`)."""

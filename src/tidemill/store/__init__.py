@@ -19,7 +19,15 @@ Examples:
 """
 
 from tidemill.store._migrate import Migration, check, current_version, migrations, pending, upgrade
-from tidemill.store._rows import ACTIVE_RUN, FINISHED_RUN, ApprovalRow, JobRow, LogRow, RunRow
+from tidemill.store._rows import (
+    ACTIVE_RUN,
+    FINISHED_RUN,
+    ApprovalRow,
+    JobRow,
+    LogRow,
+    MemoryRow,
+    RunRow,
+)
 from tidemill.store._statements import dumps
 from tidemill.store._store import Store
 from tidemill.store._tx import Tx
@@ -32,6 +40,7 @@ __all__ = [
     "ApprovalRow",
     "JobRow",
     "LogRow",
+    "MemoryRow",
     "Migration",
     "RunRow",
     "Store",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tidemill.store._rows import MemoryRow
 from tidemill.store._statements import Statements, dumps
 
 __all__ = ["AgentQueries"]
@@ -68,3 +69,25 @@ class AgentQueries(Statements):
             (memory_id, step_key, limit),
         )
         return [(str(role), str(content)) for role, content in reversed(rows)]
+
+    def agent_memories(self, memory_id: str | None = None, *, limit: int = 100) -> list[MemoryRow]:
+        """Stored memories (of one memory id, or all), most recently written first."""
+        where, params = ("WHERE memory_id = ? ", (memory_id,)) if memory_id else ("", ())
+        rows = self.all(
+            "SELECT memory_id, step_key, COUNT(*), MAX(at) FROM tm_agent_memory "
+            f"{where}GROUP BY memory_id, step_key ORDER BY MAX(at) DESC, memory_id, step_key "
+            "LIMIT ?",
+            (*params, limit),
+        )
+        return [MemoryRow(str(m), str(s), int(n), float(at)) for m, s, n, at in rows]
+
+    def delete_agent_memory(self, memory_id: str, step_key: str | None = None) -> int:
+        """Delete a memory (of every step, or of one); return how many messages went."""
+        if step_key is None:
+            cursor = self.execute("DELETE FROM tm_agent_memory WHERE memory_id = ?", (memory_id,))
+        else:
+            cursor = self.execute(
+                "DELETE FROM tm_agent_memory WHERE memory_id = ? AND step_key = ?",
+                (memory_id, step_key),
+            )
+        return int(cursor.rowcount)

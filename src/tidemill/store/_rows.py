@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ACTIVE_RUN", "FINISHED_RUN", "ApprovalRow", "JobRow", "LogRow", "RunRow"]
+__all__ = ["ACTIVE_RUN", "FINISHED_RUN", "ApprovalRow", "JobRow", "LogRow", "MemoryRow", "RunRow"]
 
 FINISHED_RUN = frozenset({"succeeded", "failed", "cancelled"})
 """Run statuses that never change again (except `failed`, by a retry)."""
@@ -185,3 +185,15 @@ class LogRow:
     at: float
     id: int = 0
     """The chunk's place among a store's logs: later chunks have larger ids."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """One stored agent memory: a (memory id, step id) pair and what it holds."""
+
+    memory_id: str
+    step_key: str
+    messages: int
+    """How many messages it holds."""
+    updated_at: float
+    """When its newest message was written."""
