@@ -55,7 +55,9 @@ def test_every_option_and_argument_is_in_its_commands_section(page: str) -> None
             for option in action.option_strings:
                 assert re.search(rf"`{re.escape(option)}[ `]", section), (parser.prog, option)
             if not action.option_strings:
-                assert f"`{action.metavar or action.dest}`" in section, (parser.prog, action)
+                name = action.metavar or action.dest
+                written = f"`[{name}]`" if action.nargs == argparse.OPTIONAL else f"`{name}`"
+                assert written in section, (parser.prog, action)
 
 
 def test_an_option_shows_its_help_choices_and_default(page: str) -> None:

@@ -15,7 +15,19 @@ import sys
 from collections.abc import Callable, Sequence
 
 from tidemill._version import __version__
-from tidemill.cli import _approvals, _common, _db, _flow, _proxy, _run, _runs, _sync, _worker, _ws
+from tidemill.cli import (
+    _approvals,
+    _common,
+    _db,
+    _flow,
+    _memory,
+    _proxy,
+    _run,
+    _runs,
+    _sync,
+    _worker,
+    _ws,
+)
 from tidemill.errors import FlowInputError, TidemillError
 
 __all__ = ["build_parser", "main"]
@@ -28,6 +40,7 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]],
     _worker.register,
     _runs.register,
     _approvals.register,
+    _memory.register,
     _flow.register,
     _db.register,
     _proxy.register,
