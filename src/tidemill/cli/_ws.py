@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidemill.cli._common import dump_json, positive_int, stamp, table
+from tidemill.cli._ws_agents import register_agents
 from tidemill.cli._ws_people import (
     Actions,
     add_ws_options,
@@ -78,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub.description = "The built-in resource types a resource's --type may name."
     sub.add_argument("--json", action="store_true", help="print JSON (with each type's schema)")
     register_people(actions)
+    register_agents(actions)
     return run
 
 

@@ -76,6 +76,8 @@ class Workspace:
     deploy = _blocking(AsyncWorkspace.deploy)
     linked_drafts = _blocking(AsyncWorkspace.linked_drafts)
     search = _blocking(AsyncWorkspace.search)
+    save_step_as_agent = _blocking(AsyncWorkspace.save_step_as_agent)
+    unlink_step = _blocking(AsyncWorkspace.unlink_step)
     whoami = _blocking(AsyncWorkspace.whoami)
     add_user = _blocking(AsyncWorkspace.add_user)
     set_user = _blocking(AsyncWorkspace.set_user)

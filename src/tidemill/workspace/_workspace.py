@@ -32,6 +32,7 @@ from tidemill.flows._load import flow_from_data
 from tidemill.store import Tx
 from tidemill.workspace._includes import WorkspaceIncludes
 from tidemill.workspace._items import ItemMethods
+from tidemill.workspace._linking import LinkingMethods
 from tidemill.workspace._paths import ItemPath, check_name
 from tidemill.workspace._people import PeopleMethods
 from tidemill.workspace._references import Resolved, resolve_references
@@ -54,7 +55,7 @@ class RunPlan:
     included item's path and version. A run records it."""
 
 
-class AsyncWorkspace(ItemMethods, PeopleMethods, SyncMethods):
+class AsyncWorkspace(ItemMethods, LinkingMethods, PeopleMethods, SyncMethods):
     """A workspace in a store, as one principal: see `Session` for the arguments.
 
     Every method is one transaction that asks the permission module first.
