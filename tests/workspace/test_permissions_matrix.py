@@ -272,6 +272,11 @@ WRITES = [
          "ok denied denied ok denied"),
     Case("delete", lambda ws, e: ws.delete(f"f/lab/del-{e.p}"),
          "ok ok denied denied denied"),
+    Case("save_step_as_agent", lambda ws, e: ws.save_step_as_agent(
+             f"f/lab/agentflow-{e.p}", "a", f"f/lab/agent-{e.p}"),
+         "ok ok denied hidden hidden"),
+    Case("unlink_step", lambda ws, e: ws.unlink_step(f"f/lab/linked-{e.p}", "a"),
+         "ok ok denied hidden hidden"),
     Case("restore", lambda ws, e: ws.restore("f/lab/script", 1),
          "ok ok denied denied denied"),
     Case("clear_history", lambda ws, e: ws.clear_history("f/lab/clear"),
@@ -386,6 +391,13 @@ def _fill(ada: Workspace, secret: str) -> RunPlan:
     ada.write("f/lab/clear", "script", SCRIPT_V2)
     for name in PRINCIPALS:
         ada.write(f"f/lab/del-{name}", "variable", "gone soon")
+    ada.write("f/lab/agent0", "resource", {"model": "fake"}, resource_type="ai_agent")
+    for name in PRINCIPALS:
+        inline = {"model": "fake", "system": "Help."}
+        step = {"id": "a", "ai_agent": inline, "inputs": {"user_message": "hi"}}
+        ada.write(f"f/lab/agentflow-{name}", "flow", {"steps": [step]})
+        linked = {**step, "ai_agent": {"agent": "f/lab/agent0"}}
+        ada.write(f"f/lab/linked-{name}", "flow", {"steps": [linked]})
     ada.write("f/team/old", "script", SCRIPT)
     ada.delete("f/team/old")
     ada.write("u/max/notes", "variable", "max's notes")

@@ -58,7 +58,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Run]]:
     Examples:
         >>> parser, commands = build_parser()
         >>> sorted(commands)
-        ['approvals', 'db', 'flow', 'proxy', 'run', 'runs', 'sync', 'worker', 'ws']
+        ['approvals', 'db', 'flow', 'memory', 'proxy', 'run', 'runs', 'sync', 'worker', 'ws']
     """
     parser = argparse.ArgumentParser(
         prog="tidemill",

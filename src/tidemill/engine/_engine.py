@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tidemill.engine._journal import Journal, open_journal, thread_id
 from tidemill.engine._memory import memory_scope, memory_uuid
+from tidemill.engine._run_info import RunInfo, run_info
 from tidemill.engine.runs._decisions import audit_decision
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
@@ -38,7 +38,6 @@ from tidemill.store import (
     JobRow,
     LogRow,
     MemoryRow,
-    RunRow,
     Store,
     StoreURL,
     Tx,
@@ -49,56 +48,6 @@ from tidemill.types import Message
 from tidemill.workspace import AsyncWorkspace
 
 __all__ = ["AsyncEngine", "RunInfo"]
-
-
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    """A run as it stands when read."""
-
-    id: str
-    """The run's id."""
-    flow: str
-    """The flow's name."""
-    status: str
-    """`queued`, `running`, `waiting`, `succeeded`, `failed` or `cancelled`.
-
-    `queued`: no worker has taken any of its steps yet, or it waits for a
-    slot under its flow's concurrency limit; `waiting`: only people's
-    decisions are left."""
-    result: Any
-    """The flow's result once it succeeded."""
-    error: dict[str, Any] | None
-    """For a failed run: the failed `step`, the error's `type` and `message`.
-
-    A script's error also has its `traceback`."""
-    created_at: float
-    """When it was submitted (seconds since the epoch)."""
-    finished_at: float | None
-    """When it ended, if it has."""
-    run_as: str | None = None
-    """The workspace user its `$var:`/`$res:` references are resolved as; None: no one."""
-    source: dict[str, Any] | None = None
-    """What it ran, for a run of a workspace path (`AsyncEngine.submit_path`):
-    `workspace`, `path`, `version` (0 for a draft), `draft`, and `items`, the
-    version of each workspace script and flow it included."""
-    memory_id: str | None = None
-    """Its memory id as stored (a UUID), when it was submitted with one."""
-
-    @property
-    def done(self) -> bool:
-        """True once the run succeeded, failed or was cancelled."""
-        return self.status in ("succeeded", "failed", "cancelled")
-
-
-def _info(tx: Tx, run: RunRow, status: str | None = None) -> RunInfo:
-    """A run as `RunInfo`; `status` is its status as shown, when already read."""
-    if status is None:
-        status = tx.shown_status(run.id) or run.status
-    result = tx.payload(run.id, "result") if status == "succeeded" else None
-    return RunInfo(
-        run.id, run.flow_name, status, result, run.error, run.created_at, run.finished_at,
-        run.run_as, run.source, run.memory_id,
-    )  # fmt: skip
 
 
 def _status(tx: Tx, *, run_id: str) -> str:
@@ -294,7 +243,7 @@ class AsyncEngine:
                     f"No run {run_id} in this store.",
                     hint="List runs with `tidemill runs list`.",
                 )
-            return _info(tx, run)
+            return run_info(tx, run)
 
         info: RunInfo = await self._transact(read)
         return info
@@ -348,7 +297,7 @@ class AsyncEngine:
 
         def read(tx: Tx) -> list[RunInfo]:
             runs = tx.runs(status=status, flow=flow, limit=limit)
-            return [_info(tx, run, shown) for run, shown in runs]
+            return [run_info(tx, run, shown) for run, shown in runs]
 
         infos: list[RunInfo] = await self._transact(read)
         return infos

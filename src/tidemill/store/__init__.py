@@ -15,7 +15,7 @@ Examples:
     ...     await store.close()
     ...     return len(applied), counts
     >>> asyncio.run(main())
-    (5, {})
+    (6, {})
 """
 
 from tidemill.store._migrate import Migration, check, current_version, migrations, pending, upgrade
