@@ -46,7 +46,7 @@ $(BENCH)/.installed: benchmarks/requirements.txt pyproject.toml
 	@echo "Installing Tidemill and the peers it is measured against into $(BENCH), once..."
 	$(PYTHON) -m venv $(BENCH)
 	$(BENCH)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH)/bin/python -m pip install --quiet -e '.[postgres,proxy]' -r benchmarks/requirements.txt
+	$(BENCH)/bin/python -m pip install --quiet -e '.[postgres,proxy,server]' -r benchmarks/requirements.txt
 	touch $(BENCH)/.installed
 
 bench: $(BENCH)/.installed  ## Benchmarks against the peers, in their own environment

@@ -26,6 +26,8 @@ PUBLIC_MODULES = [
     "tidemill.flows",
     "tidemill.store",
     "tidemill.engine",
+    "tidemill.workspace",
+    "tidemill.server",
 ]
 
 

@@ -50,6 +50,10 @@ async def ws(store_url: str) -> AsyncIterator[AsyncWorkspace]:
     )
     try:
         await workspace.add_folder("support")
+        # The flow TRIAGE's `refund` tool names: an agent's tool flows must exist.
+        await workspace.write(
+            "f/support/refund", "flow", {"steps": [{"id": "pay", "identity": {}}]}
+        )
         yield workspace
     finally:
         await workspace.close()

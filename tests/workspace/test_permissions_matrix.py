@@ -155,6 +155,11 @@ async def acting(ws: AsyncWorkspace, env: Env) -> Any:
     return await other.whoami()
 
 
+async def revoke_own(ws: AsyncWorkspace, env: Env) -> Any:
+    made = await ws.create_token("to revoke")
+    return await ws.revoke_token(made.token.id)
+
+
 def check_plan(result: Any, env: Env) -> None:
     assert isinstance(result, RunPlan)
     assert result.run_as == env.p
@@ -311,6 +316,19 @@ WRITES = [
          "ok denied denied denied denied"),
     Case("rotate_key", rotate,
          "ok denied denied denied denied"),
+    # Signing in: one's own password and tokens; another user's for an admin.
+    Case("set_password", lambda ws, e: ws.set_password(e.p, "correct horse battery"),
+         "ok ok ok ok denied"),
+    Case("set_password of another user", lambda ws, e: ws.set_password("tgt", "a long password"),
+         "ok denied denied denied denied"),
+    Case("create_token", lambda ws, e: ws.create_token("ci", scopes=["runs:read"]),
+         "ok ok ok ok denied"),
+    Case("tokens", lambda ws, e: ws.tokens(),
+         "ok ok ok ok denied"),
+    Case("tokens of another user", lambda ws, e: ws.tokens(user="tgt"),
+         "ok denied denied denied denied"),
+    Case("revoke_token", revoke_own,
+         "ok ok ok ok denied"),
 ]  # fmt: skip
 
 CHECKS: dict[str, Check] = {
@@ -340,6 +358,8 @@ CHECKS: dict[str, Check] = {
     "groups": lambda r, e: _contains(names(r), ["readers"]),
     "folders": lambda r, e: _contains(names(r), ["lab", "team"]),
     "acting_as": lambda r, e: _eq(r.name, "tgt"),
+    "create_token": lambda r, e: _eq((r.token.user, r.token.scopes), (e.p, ("runs:read",))),
+    "revoke_token": lambda r, e: _eq((r.user, r.revoked_at is not None), (e.p, True)),
     "write": lambda r, e: _eq(r.updated_by, e.p),
     "restore": lambda r, e: _eq(r.value, SCRIPT),
     "save_draft": lambda r, e: _eq(r.owner, e.p),
@@ -486,12 +506,13 @@ def test_every_operation_is_in_the_matrix() -> None:
     not_asked = {"close", "keyring", "transact"}  # plumbing, no principal question
     not_asked |= {"push", "pull"}  # the directory sync: tests/workspace/test_sync_directory.py
     not_asked |= {"resolve_in"}  # resolve in the caller's transaction: test_run_plans.py
+    not_asked |= {"signed_in"}  # a front door's handle for who it signed in: each call asks
     assert public - not_asked - covered == set()
 
 
 def test_the_blocking_workspace_has_every_operation() -> None:
     public = {n for n in dir(AsyncWorkspace) if not n.startswith("_")}
-    plumbing = {"transact", "keyring", "store", "name", "user", "resolve_in"}
+    plumbing = {"transact", "keyring", "store", "name", "user", "resolve_in", "signed_in"}
     assert public - plumbing <= set(dir(Workspace))
 
 

@@ -24,6 +24,7 @@ from tidemill.cli import (
     _proxy,
     _run,
     _runs,
+    _server,
     _sync,
     _worker,
     _ws,
@@ -44,6 +45,7 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]],
     _flow.register,
     _db.register,
     _proxy.register,
+    _server.register,
     _ws.register,
     _sync.register,
 )
@@ -57,8 +59,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Run]]:
 
     Examples:
         >>> parser, commands = build_parser()
-        >>> sorted(commands)
-        ['approvals', 'db', 'flow', 'memory', 'proxy', 'run', 'runs', 'sync', 'worker', 'ws']
+        >>> print(" ".join(sorted(commands)))
+        approvals db flow memory proxy run runs server sync worker ws
     """
     parser = argparse.ArgumentParser(
         prog="tidemill",

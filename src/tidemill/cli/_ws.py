@@ -30,6 +30,7 @@ from tidemill.cli._ws_people import (
     read_secret,
     register_people,
 )
+from tidemill.cli._ws_tokens import register_tokens
 from tidemill.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sub.add_argument("--json", action="store_true", help="print JSON (with each type's schema)")
     register_people(actions)
     register_agents(actions)
+    register_tokens(actions)
     return run
 
 

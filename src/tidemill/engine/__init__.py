@@ -7,6 +7,8 @@ in a pool of pre-started processes, branches and loops as child runs.
 Who owns what, from the top down (a module imports only from those below
 it; an import-linter contract keeps it so):
 
+- `_host_save` (`save_agent`) over `_host` (`load_agent`): a workspace agent
+  run from Python, and a builder saved as one.
 - `_facade` (`Engine`, `Run`) over `_engine` (`AsyncEngine`): the front.
 - `workers`: `Worker` claims a job, executes it by its kind (`_execute`) and
   records the result.
@@ -15,7 +17,8 @@ it; an import-linter contract keeps it so):
 - `ai`: the `ai_action` and `ai_agent` steps (see `tidemill.engine.ai`).
 - What the steps share: `_step_env` (`StepInfo`, `StepEnv`), `_metrics`,
   `_outcome` (`Outcome`, `SpawnPlan`), `_journal` and `_memory` (what agent
-  steps keep in the store), `_models`, `_ids`, and `scripts` (`ScriptPool`,
+  steps keep in the store), `_events` (`RunEvent`: a run's events, read and
+  followed), `_models`, `_ids`, and `scripts` (`ScriptPool`,
   the pre-started processes scripts and tools run in).
 
 Examples:
@@ -31,7 +34,10 @@ Examples:
 """
 
 from tidemill.engine._engine import AsyncEngine, RunInfo
+from tidemill.engine._events import RunEvent
 from tidemill.engine._facade import Engine, Run
+from tidemill.engine._host import HostedAgent, aload_agent, load_agent
+from tidemill.engine._host_save import agent_value, asave_agent, save_agent
 from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, aliased_models, default_models
 from tidemill.engine._step_env import StepInfo, current_step
@@ -43,11 +49,13 @@ __all__ = [
     "WAIT_KINDS",
     "AsyncEngine",
     "Engine",
+    "HostedAgent",
     "Metrics",
     "MetricsServer",
     "ModelChoice",
     "ModelResolver",
     "Run",
+    "RunEvent",
     "RunInfo",
     "ScriptCall",
     "ScriptOutcome",
@@ -55,7 +63,12 @@ __all__ = [
     "StepInfo",
     "Wait",
     "Worker",
+    "agent_value",
     "aliased_models",
+    "aload_agent",
+    "asave_agent",
     "current_step",
     "default_models",
+    "load_agent",
+    "save_agent",
 ]

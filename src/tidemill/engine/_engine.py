@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tidemill.engine._events import RunEvent, RunEvents
 from tidemill.engine._journal import Journal, open_journal, thread_id
 from tidemill.engine._memory import memory_scope, memory_uuid
 from tidemill.engine._run_info import RunInfo, run_info
@@ -47,7 +48,7 @@ from tidemill.store import (
 from tidemill.types import Message
 from tidemill.workspace import AsyncWorkspace
 
-__all__ = ["AsyncEngine", "RunInfo"]
+__all__ = ["AsyncEngine", "RunEvent", "RunInfo"]
 
 
 def _status(tx: Tx, *, run_id: str) -> str:
@@ -66,8 +67,8 @@ def _load(flow: Flow | str | Path) -> Flow:
     return Flow.load(flow)
 
 
-class AsyncEngine:
-    """Durable runs of flows in a store.
+class AsyncEngine(RunEvents):
+    """Durable runs of flows in a store (and their events: `events`, `follow`).
 
     Args:
         url: `sqlite:///path.db` (the default is `sqlite:///.tidemill/tidemill.db`)
@@ -291,12 +292,17 @@ class AsyncEngine:
         return await self.get(run_id)
 
     async def runs(
-        self, *, status: str | None = None, flow: str | None = None, limit: int = 50
+        self,
+        *,
+        status: str | None = None,
+        flow: str | None = None,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
     ) -> list[RunInfo]:
-        """Top-level runs, newest first (`status` filters on `RunInfo.status`)."""
+        """Top-level runs, newest first, older than `before` (a `(created_at, id)`) if given."""
 
         def read(tx: Tx) -> list[RunInfo]:
-            runs = tx.runs(status=status, flow=flow, limit=limit)
+            runs = tx.runs(status=status, flow=flow, limit=limit, before=before)
             return [run_info(tx, run, shown) for run, shown in runs]
 
         infos: list[RunInfo] = await self._transact(read)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tidemill._sync import LoopThread
-from tidemill.engine._engine import AsyncEngine, RunInfo
+from tidemill.engine._engine import AsyncEngine, RunEvent, RunInfo
 from tidemill.engine.runs._waits import Wait
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import RunStateError
@@ -186,6 +186,11 @@ class Engine:
     def logs(self, run_id: str, *, after: int = 0) -> list[LogRow]:
         """What the run's steps printed (see `AsyncEngine.logs`)."""
         result: list[LogRow] = self._call(self.core.logs(run_id, after=after))
+        return result
+
+    def events(self, run_id: str, *, after: int = 0, limit: int = 500) -> list[RunEvent]:
+        """A run's events after the event `after`, in order (see `AsyncEngine.events`)."""
+        result: list[RunEvent] = self._call(self.core.events(run_id, after=after, limit=limit))
         return result
 
     def usage(self, run_id: str) -> list[dict[str, Any]]:

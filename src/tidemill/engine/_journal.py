@@ -207,10 +207,17 @@ class StepJournal:
     check that it still holds the step's job, so a worker that stalled past
     its lease does not start calls its successor runs.
 
+    After each append it calls `on_append` with the thread, the events and
+    the new last seq (the engine records them as the run's events). That
+    write goes on while the step does (its tool calls, its next model call)
+    and is awaited before the next append, and by `flush`: the events keep
+    the journal's order, and the step's wait on them stays short.
+
     Args:
         checkpointer: The checkpointer to read and write; not closed by `aclose`
             (whoever opened it closes it).
         hold: Awaited before an append that starts tool calls; raises to refuse it.
+        on_append: Awaited after each append.
 
     Examples:
         >>> import asyncio
@@ -224,18 +231,39 @@ class StepJournal:
     """
 
     def __init__(
-        self, checkpointer: Checkpointer, hold: Callable[[], Awaitable[None]] | None = None
+        self,
+        checkpointer: Checkpointer,
+        hold: Callable[[], Awaitable[None]] | None = None,
+        on_append: Callable[[str, Sequence[JournalEvent], int], Awaitable[None]] | None = None,
     ) -> None:
         self.checkpointer = checkpointer
         self.hold = hold
+        self.on_append = on_append
         self._last: dict[str, list[JournalRecord]] = {}
+        self._recording: asyncio.Future[None] | None = None
 
     async def append(self, thread_id: str, events: Sequence[JournalEvent], *, after: int) -> int:
         """Append `events` after entry `after` (see `Checkpointer.append`)."""
         if self.hold is not None and any(_starts_calls(event) for event in events):
             await self.hold()
+        await self.flush()
         self._last.pop(thread_id, None)
-        return await self.checkpointer.append(thread_id, events, after=after)
+        seq = await self.checkpointer.append(thread_id, events, after=after)
+        if self.on_append is not None:
+            self._recording = asyncio.ensure_future(self.on_append(thread_id, events, seq))
+        return seq
+
+    async def flush(self, *, cancel: bool = False) -> None:
+        """Wait until the last append's `on_append` is done (or, with `cancel`, stop it)."""
+        recording, self._recording = self._recording, None
+        if recording is None:
+            return
+        if cancel:
+            recording.cancel()
+            with contextlib.suppress(BaseException):
+                await recording
+            return
+        await recording
 
     async def read(self, thread_id: str, *, after: int = 0) -> list[JournalRecord]:
         """Return the records after `after`: from the last read, if it is still the newest."""
@@ -327,6 +355,7 @@ async def open_journal(
     journals: Journals | None = None,
     *,
     hold: Callable[[], Awaitable[None]] | None = None,
+    on_append: Callable[[str, Sequence[JournalEvent], int], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Checkpointer]:
     """A checkpointer on the store's database: the worker's, or one closed on exit.
 
@@ -337,6 +366,7 @@ async def open_journal(
         journals: The worker's checkpointers, to share; None opens one for
             this block only.
         hold: See `StepJournal`.
+        on_append: See `StepJournal`.
 
     Examples:
         >>> import asyncio, tempfile
@@ -347,10 +377,23 @@ async def open_journal(
         []
     """
     if journals is not None:
-        yield StepJournal(journals.checkpointer(url), hold)
+        async with _flushed(StepJournal(journals.checkpointer(url), hold, on_append)) as journal:
+            yield journal
         return
     checkpointer = _checkpointer(url)
     try:
-        yield StepJournal(checkpointer, hold)
+        async with _flushed(StepJournal(checkpointer, hold, on_append)) as journal:
+            yield journal
     finally:
         await checkpointer.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _flushed(journal: StepJournal) -> AsyncIterator[StepJournal]:
+    """`journal`, its last `on_append` awaited on the way out (stopped, when the block raised)."""
+    try:
+        yield journal
+    except BaseException:
+        await journal.flush(cancel=True)
+        raise
+    await journal.flush()

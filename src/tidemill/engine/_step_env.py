@@ -90,6 +90,8 @@ class ApprovalPlan:
     approvers: list[str]
     timeout: float | None
     on_timeout: str
+    allow_self_approval: bool = True
+    """False: the run's `run_as` user may not decide it (`Approval.allow_self_approval`)."""
 
 
 class Secrets:

@@ -65,7 +65,9 @@ TidemillError
     ├── PermissionDenied       the acting principal may not do this
     ├── ItemNotFound           nothing the principal may see at that path
     ├── VersionConflict        the item changed since the version a write was based on
-    └── UnresolvedReference    a $var:/$res: reference the run's identity cannot read
+    ├── UnresolvedReference    a $var:/$res: reference the run's identity cannot read
+    └── SignInFailed           the password or token signs no one in (wrong, expired, revoked)
+        └── SignInThrottled    too many failed sign-ins: wait before trying again
 ```
 
 Errors from MCP servers (`tidemill.tools.mcp`):
@@ -136,6 +138,8 @@ from tidemill.errors._tools import (
 from tidemill.errors._workspace import (
     ItemNotFound,
     PermissionDenied,
+    SignInFailed,
+    SignInThrottled,
     UnresolvedReference,
     VersionConflict,
     WorkspaceError,
@@ -178,6 +182,8 @@ __all__ = [
     "SchemaVersionError",
     "ScriptExhausted",
     "SerializationError",
+    "SignInFailed",
+    "SignInThrottled",
     "StoreError",
     "ThreadBusy",
     "TidemillError",

@@ -157,8 +157,9 @@ class ApprovalDecisionError(EngineError):
         reason: ``expired``, ``decided`` (already decided), ``actor`` (not an
             allowed approver), ``cancelled``, ``mismatch`` (the agent's journal
             moved on), ``arguments`` (edited arguments do not fit the tool),
-            ``kind`` (approve/reject on a reconciliation, or the reverse) or
-            ``result`` (a result given for a call that did not happen).
+            ``kind`` (approve/reject on a reconciliation, or the reverse),
+            ``result`` (a result given for a call that did not happen) or
+            ``self`` (the run's own user, on a step that forbids self-approval).
     """
 
     def __init__(self, message: str, *, reason: str, hint: str | None = None) -> None:

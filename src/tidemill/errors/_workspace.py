@@ -14,6 +14,8 @@ from tidemill.errors._base import TidemillError
 __all__ = [
     "ItemNotFound",
     "PermissionDenied",
+    "SignInFailed",
+    "SignInThrottled",
     "UnresolvedReference",
     "VersionConflict",
     "WorkspaceError",
@@ -47,3 +49,15 @@ class UnresolvedReference(WorkspaceError):
     The step fails with this error and no value; the message names the
     reference and the identity, never a secret.
     """
+
+
+class SignInFailed(WorkspaceError):
+    """A user name and password, a token or a session signs no one in.
+
+    The message never says which part was wrong (an unknown user and a wrong
+    password read alike); a token that expired or was revoked says so.
+    """
+
+
+class SignInThrottled(SignInFailed):
+    """Too many failed sign-ins for this user or address; `context["retry_after"]` says when."""

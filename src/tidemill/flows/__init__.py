@@ -17,6 +17,7 @@ from tidemill.flows._ai import (
     AgentQuestions,
     AIAction,
     MCPTools,
+    ToolScript,
     placeholders,
 )
 from tidemill.flows._approval import Approval
@@ -72,6 +73,7 @@ __all__ = [
     "StepKind",
     "StepSettings",
     "SubFlow",
+    "ToolScript",
     "compile_expression",
     "evaluate_condition",
     "evaluate_inputs",

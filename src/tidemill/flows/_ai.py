@@ -35,6 +35,7 @@ __all__ = [
     "MCPTools",
     "Specialist",
     "SpecialistBudget",
+    "ToolScript",
     "model_problem",
     "placeholders",
 ]
@@ -96,12 +97,11 @@ def _env_or_variable(value: str | None) -> str | None:
     return value
 
 
-def _resource_only(value: str | None) -> str | None:
+def _resource_only(
+    value: str | None, what: str = "of a provider type (e.g. $res:f/ai/openai)"
+) -> str | None:
     if value is not None and not _RESOURCE.match(value):
-        raise ValueError(
-            f"write `$res:<path>` naming a workspace resource of a provider type "
-            f"(e.g. $res:f/ai/openai), not {value!r}"
-        )
+        raise ValueError(f"write `$res:<path>` naming a workspace resource {what}, not {value!r}")
     return value
 
 
@@ -181,13 +181,59 @@ class AIAction(_ModelSettings, StepKind):
         return {"prompt": self.prompt, **({"system": self.system} if self.system else {})}
 
 
+_SCRIPT_REFERENCE = re.compile(rf"^{_WORKSPACE_PATH}(?:@[1-9][0-9]*)?\Z")
+
+
+class ToolScript(FlowModel):
+    """The workspace script of a `script` tool: `script: {path: f/<folder>/<name>}`.
+
+    `path` may pin one of the script's versions (`f/tools/lookup@3`);
+    unpinned, the tool runs the script as deployed when the flow (or the
+    linked agent) is read for a run. Reading it from the workspace, as the
+    run's identity, fills `code` and `source_path` (`f/tools/lookup@3`, the
+    version read) and drops `path`, as a script step's `path` is read in.
+
+    Examples:
+        >>> ToolScript(path="f/tools/lookup@3").path
+        'f/tools/lookup@3'
+    """
+
+    path: str | None = None
+    """The workspace script, `f/<folder>/<name>`, optionally pinned (`...@3`)."""
+
+    code: str | None = None
+    """Its Python, once read (or written inline in this form)."""
+
+    source_path: str | None = None
+    """Where `code` was read from, with its version (`f/tools/lookup@3`); set when read."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ToolScript:
+        if (self.path is None) == (self.code is None):
+            raise ValueError(
+                "a tool script needs exactly one of path (a workspace script) and code"
+            )
+        if self.path is not None and not _SCRIPT_REFERENCE.match(self.path):
+            raise ValueError(
+                f"write the workspace path of a script (f/<folder>/<name>), optionally pinned "
+                f"to a version (f/<folder>/<name>@3), not {self.path!r}"
+            )
+        if self.source_path is not None and self.code is None:
+            raise ValueError("source_path is only allowed with code")
+        return self
+
+
 class MCPTools(FlowModel):
     """An MCP server whose tools an `ai_agent` step may call, named `<tool name>__<server tool>`.
 
     The step connects when it starts (a `command` run as a subprocess over
     stdio, or a streamable HTTP `url`) and disconnects when it ends. Values
     of `env` and `headers` written `env:NAME` are read from the worker's
-    environment variable `NAME`, so keys stay out of flow files.
+    environment variable `NAME`, so keys stay out of flow files. Or
+    `resource: $res:<path>` (a bare `f/<folder>/<name>` reads the same)
+    names a workspace resource of type `mcp_server` holding `command`,
+    `args`, `env` or `url`, `headers`: it is read, its `$var:` values
+    resolved, as the run's identity when the step starts.
 
     Examples:
         >>> MCPTools(command="uvx", args=["mcp-server-fetch"]).call_timeout
@@ -209,6 +255,10 @@ class MCPTools(FlowModel):
     headers: dict[str, str] = Field(default_factory=dict)
     """HTTP headers for every request (`env:NAME` reads the worker's `NAME`)."""
 
+    resource: str | None = None
+    """Or `$res:<path>`: a workspace resource of type `mcp_server` holding the server's
+    `command`, `args`, `env` or `url`, `headers` (resolved as the run's identity)."""
+
     tools: list[str] | None = None
     """The server's tools the model may call (their names on the server); None: all of them."""
 
@@ -218,10 +268,27 @@ class MCPTools(FlowModel):
     call_timeout: float = Field(default=300.0, gt=0)
     """Seconds one call may take."""
 
+    @field_validator("resource", mode="before")
+    @classmethod
+    def _resource_reference(cls, value: Any) -> Any:
+        if isinstance(value, str) and re.match(rf"^{_WORKSPACE_PATH}\Z", value):
+            return f"$res:{value}"  # a bare path names the resource too
+        return _resource_only(value, what="of type mcp_server (e.g. $res:f/ai/fetch)")
+
     @model_validator(mode="after")
     def _one_transport(self) -> MCPTools:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("an MCP server needs exactly one of command (stdio) and url (HTTP)")
+        named = (("command", self.command), ("url", self.url), ("resource", self.resource))
+        given = [name for name, value in named if value is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "an MCP server needs exactly one of command (stdio), url (HTTP) and resource "
+                f"($res:<path> of an mcp_server resource); got {' and '.join(given) or 'none'}"
+            )
+        if self.resource is not None and (self.args or self.env or self.headers):
+            raise ValueError(
+                f"args, env and headers come from the resource {self.resource}: "
+                "write them in it, not in the tool"
+            )
         return self
 
 

@@ -31,3 +31,9 @@ class Approval(StepKind):
 
     on_timeout: Literal["reject", "approve"] = "reject"
     """The decision taken when the timeout passes."""
+
+    allow_self_approval: bool = True
+    """Whether the user the run runs as (who started it) may decide it.
+
+    False: someone else must (four eyes), even when that user is one of the
+    `approvers` or a workspace admin."""

@@ -57,7 +57,7 @@ class Includes(Protocol):
     """
 
     def script(self, path: str) -> tuple[str, str]:
-        """The code of the workspace script at `path`, and its label."""
+        """The code of the workspace script at `path` (`path@N`: its version N), and its label."""
         ...
 
     def flow(self, path: str) -> tuple[dict[str, Any], str]:
@@ -230,8 +230,27 @@ class _Inliner:
                 self.sub_flow(sub, base, chain, step, prefix, field=f"{field}.flow.path")
             elif isinstance(sub, dict) and isinstance(sub.get("flow"), dict):
                 self.flow(sub["flow"], base, chain, f"{prefix}in the flow of {field}: ")
+            script = spec.get("script")
+            written = script.get("path") if isinstance(script, dict) else None
+            if isinstance(script, dict) and isinstance(written, str) and "code" not in script:
+                self.tool_script(script, step, prefix, f"{field}.script.path")
             if isinstance(spec.get("agent"), dict):
                 self.agent_tools(spec["agent"], base, chain, step, prefix, f"{field}.agent")
+
+    def tool_script(
+        self, script: dict[str, Any], step: str | None, prefix: str, field: str
+    ) -> None:
+        """Read a script tool's workspace script (`{path: f/...}`, maybe `@N`) into `code`."""
+        written = script["path"]
+        try:
+            if self.includes is None:
+                raise LookupError(_no_workspace(written, "script"))
+            code, label = self.includes.script(written)
+        except LookupError as exc:
+            self.problems.append(Problem(step, field, prefix + str(exc.args[0])))
+            return
+        del script["path"]
+        script["code"], script["source_path"] = code, label
 
     def script(self, script: dict[str, Any], base: Path, step: str | None, prefix: str) -> None:
         written = script.pop("path")

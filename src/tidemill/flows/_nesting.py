@@ -24,6 +24,7 @@ from tidemill.flows._ai import (
     MCPTools,
     Specialist,
     SpecialistBudget,
+    ToolScript,
     _check_schema,
     _check_template,
     _ModelSettings,
@@ -165,8 +166,9 @@ class SubFlow(StepKind):
 class AgentToolSpec(FlowModel):
     """A tool of an `ai_agent` step: exactly one of `script`, `function`, `flow`, `agent`, `mcp`.
 
-    - `script` (inline Python) and `function` (`module:function`) run in the
-      worker's script pool; `main`'s parameters are the tool's arguments.
+    - `script` (inline Python, or `{path: f/...}`, a workspace script) and
+      `function` (`module:function`) run in the worker's script pool;
+      `main`'s parameters are the tool's arguments.
     - `flow` runs a sub-flow as a child run per call: the sub-flow's
       `inputs` schema is the tool's arguments, its result the tool's result.
     - `agent` runs a nested agent as a child run per call: the model gives
@@ -186,8 +188,10 @@ class AgentToolSpec(FlowModel):
     description: str = ""
     """What the tool does, for the model (default: `main`'s docstring, the flow's summary)."""
 
-    script: str | None = None
-    """Inline Python defining `main(...)`; its parameters (with type hints) are the arguments."""
+    script: str | ToolScript | None = None
+    """Inline Python defining `main(...)`, or `{path: f/<folder>/<name>}`, a workspace script
+    (read as the run's identity when the run starts); `main`'s parameters (with type hints)
+    are the arguments."""
 
     function: str | None = None
     """Or a `module:function` importable on the worker."""
@@ -228,6 +232,11 @@ class AgentToolSpec(FlowModel):
     for a person to confirm whether the call took effect (an approval of
     kind `reconcile`) instead of running it again.
     """
+
+    @property
+    def code(self) -> str | None:
+        """A `script` tool's Python: inline, or read from the workspace (None until then)."""
+        return self.script.code if isinstance(self.script, ToolScript) else self.script
 
 
 _BOUNDS = (

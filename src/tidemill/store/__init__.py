@@ -15,9 +15,10 @@ Examples:
     ...     await store.close()
     ...     return len(applied), counts
     >>> asyncio.run(main())
-    (6, {})
+    (10, {})
 """
 
+from tidemill.store._events import EventRow
 from tidemill.store._migrate import Migration, check, current_version, migrations, pending, upgrade
 from tidemill.store._rows import (
     ACTIVE_RUN,
@@ -28,6 +29,7 @@ from tidemill.store._rows import (
     MemoryRow,
     RunRow,
 )
+from tidemill.store._run_pages import RunReach, run_page
 from tidemill.store._statements import dumps
 from tidemill.store._store import Store
 from tidemill.store._tx import Tx
@@ -38,10 +40,12 @@ __all__ = [
     "DEFAULT_URL",
     "FINISHED_RUN",
     "ApprovalRow",
+    "EventRow",
     "JobRow",
     "LogRow",
     "MemoryRow",
     "Migration",
+    "RunReach",
     "RunRow",
     "Store",
     "StoreURL",
@@ -51,5 +55,6 @@ __all__ = [
     "dumps",
     "migrations",
     "pending",
+    "run_page",
     "upgrade",
 ]

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tidemill.store._events import EventQueries
 from tidemill.store._rows import ApprovalRow
-from tidemill.store._statements import Statements, dumps
+from tidemill.store._statements import dumps
 
 __all__ = ["ApprovalQueries"]
 
 _APPROVAL = ApprovalRow.COLUMNS
 
 
-class ApprovalQueries(Statements):
+class ApprovalQueries(EventQueries):
     """The statements that add, find, decide, expire and cancel approvals."""
 
     def insert_approval(self, approval: ApprovalRow) -> None:
@@ -40,6 +41,18 @@ class ApprovalQueries(Statements):
                 None if approval.details is None else dumps(approval.details),
             ),
         )
+        data = {
+            "approval_id": approval.id,
+            "kind": approval.kind,
+            "message": approval.message,
+            "approvers": approval.approvers,
+            "expires_at": approval.expires_at,
+            "details": approval.details,
+        }
+        self.add_event(
+            approval.run_id, "wait_requested", data, now=approval.created_at,
+            root_id=approval.root_id, job_id=approval.job_id, step_id=approval.step_id,
+        )  # fmt: skip
 
     def approval(self, approval_id: str, *, lock: bool = False) -> ApprovalRow | None:
         """An approval by id."""
@@ -83,19 +96,35 @@ class ApprovalQueries(Statements):
         details: Mapping[str, Any] | None = None,
     ) -> bool:
         """Close a pending approval (replacing its `details` when given); False when not pending."""
+        back = " RETURNING root_id, run_id, job_id, step_id, kind"
         if details is None:
-            cursor = self.execute(
+            row = self.one(
                 "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ? "
-                "WHERE id = ? AND status = 'pending'",
+                "WHERE id = ? AND status = 'pending'" + back,
                 (status, by, comment, now, approval_id),
             )
         else:
-            cursor = self.execute(
+            row = self.one(
                 "UPDATE tm_approvals SET status = ?, decided_by = ?, comment = ?, decided_at = ?, "
-                "details = ? WHERE id = ? AND status = 'pending'",
+                "details = ? WHERE id = ? AND status = 'pending'" + back,
                 (status, by, comment, now, dumps(details), approval_id),
             )
-        return bool(cursor.rowcount == 1)
+        if row is None:
+            return False
+        root_id, run_id, job_id, step_id, kind = row
+        data: dict[str, Any] = {
+            "approval_id": approval_id,
+            "kind": kind,
+            "status": status,
+            "decided_by": by,
+            "comment": comment,
+        }
+        if details is not None and "decision" in details:
+            data["decision"] = details["decision"]
+        self.add_event(
+            run_id, "wait_decided", data, now=now, root_id=root_id, job_id=job_id, step_id=step_id
+        )
+        return True
 
     def job_approvals(self, job_id: int) -> list[ApprovalRow]:
         """Every approval a job asked for, oldest first (an agent step may ask several)."""

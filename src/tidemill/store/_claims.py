@@ -16,7 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tidemill.store._jobs import JobQueries
+from tidemill.store._events import started_events_sql
+from tidemill.store._jobs import RUN_SUCCEEDED, JobQueries
 from tidemill.store._rows import JobRow, RunRow
 from tidemill.store._statements import due_by, dumps, lease_clock, lease_end, postgres_sql
 
@@ -35,6 +36,8 @@ def _tree(root_id: str | None) -> tuple[str, tuple[str, ...]]:
 
 
 _PG_LEASE_END = lease_end("postgres")
+_PG_STARTED = started_events_sql("postgres", "c j")
+_PG_STARTED_DATA = "json_build_object('attempt', c.attempt, 'worker', c.worker)::text"
 _PG_DUE_BY = due_by("postgres")
 
 
@@ -120,6 +123,7 @@ class ClaimQueries(JobQueries):
                     worker, limit, now=now, lease=lease, lease_until=lease_until, root_id=root_id
                 )
             )
+            self.add_started_events([job.id for job in claimed], now=now, reclaimed=True)
         if len(claimed) < limit:
             tree, tree_params = _tree(root_id)
             fresh = (
@@ -136,7 +140,9 @@ class ClaimQueries(JobQueries):
                 *(worker, lease, lease_until, now, lease, now, now),
                 *(*tree_params, limit - len(claimed)),
             )
-            claimed.extend(JobRow.of(row) for row in self.all(fresh, params))
+            taken = [JobRow.of(row) for row in self.all(fresh, params)]
+            self.add_started_events([job.id for job in taken], now=now, reclaimed=False)
+            claimed.extend(taken)
         claimed.sort(key=lambda job: job.id)
         return claimed
 
@@ -173,9 +179,9 @@ class ClaimQueries(JobQueries):
             return out
         tree, tree_params = _tree(root_id)
         rows = self.all(
-            f"WITH c AS ({_claim_sql(tree)}) SELECT {_CLAIMED} FROM c {_CLAIMED_JOINS} "
-            "ORDER BY c.id",
-            (worker, lease, lease_until, now, lease, now, now, *tree_params, limit),
+            f"WITH c AS ({_claim_sql(tree)}), ev AS ({_PG_STARTED}) "
+            f"SELECT {_CLAIMED} FROM c {_CLAIMED_JOINS} ORDER BY c.id",
+            (worker, lease, lease_until, now, lease, now, now, *tree_params, limit, now),
         )
         return [_claimed(row) for row in rows]
 
@@ -318,7 +324,7 @@ class ClaimQueries(JobQueries):
             # The run's row is locked first, as every change to a run does; the
             # job is finished only once the lock is held (`EXISTS (... held)`),
             # and each later part runs only when the one before it wrote.
-            "WITH held AS (SELECT id, status FROM tm_runs WHERE id = ? FOR UPDATE), "
+            "WITH held AS (SELECT id, root_id, status FROM tm_runs WHERE id = ? FOR UPDATE), "
             "done AS (UPDATE tm_jobs SET status = 'succeeded', finished_at = ?, error = NULL, "
             "lease_until = NULL WHERE id = ? AND status = 'running' AND epoch = ? "
             "AND EXISTS (SELECT 1 FROM held) RETURNING id), "
@@ -330,7 +336,17 @@ class ClaimQueries(JobQueries):
             "kept AS (INSERT INTO tm_payloads (run_id, key, body) "
             "SELECT id, 'result', ? FROM ended "
             "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body), "
-            f"c AS ({_claim_sql(' AND EXISTS (SELECT 1 FROM res)' + tree)}) "
+            f"c AS ({_claim_sql(' AND EXISTS (SELECT 1 FROM res)' + tree)}), "
+            # The events, in order: the step finished, the run ended, the jobs claimed.
+            "ev AS (INSERT INTO tm_events (root_id, run_id, job_id, step_id, kind, data, at) "
+            "SELECT root_id, run_id, job_id, step_id, kind, data, ? FROM ("
+            "SELECT 0 AS o, h.root_id, ?::text AS run_id, res.job_id, ?::text AS step_id, "
+            "'step_finished' AS kind, ?::text AS data FROM res, held h UNION ALL "
+            "SELECT 0 AS o, h.root_id, ended.id, NULL, NULL, 'run_finished', ? "
+            "FROM ended, held h UNION ALL "
+            "SELECT c.id AS o, r.root_id, c.run_id, c.id, c.step_id, 'step_started', "
+            f"{_PG_STARTED_DATA} FROM c JOIN tm_runs r ON r.id = c.run_id) e "
+            "ORDER BY o, kind DESC) "
             "SELECT (SELECT count(*) FROM held), (SELECT count(*) FROM res), "
             f"(SELECT count(*) FROM ended), {_CLAIMED} "
             f"FROM (SELECT 1) one LEFT JOIN c ON true {_CLAIMED_JOINS} ORDER BY c.id"
@@ -340,6 +356,7 @@ class ClaimQueries(JobQueries):
             *(job.run_id, job.step_id, body, now),
             *(now, body),
             *(worker, lease, lease_until, now, lease, now, now, *tree_params, limit),
+            *(now, job.run_id, job.step_id, _succeeded(job), RUN_SUCCEEDED),
         )
         return postgres_sql(sql), params
 
@@ -351,3 +368,8 @@ class ClaimQueries(JobQueries):
             return None
         claimed = [_claimed(row[3:]) for row in rows if row[3] is not None]
         return bool(recorded), bool(ended), claimed
+
+
+def _succeeded(job: JobRow) -> str:
+    """The data of a succeeded job's `step_finished` event, as JSON text."""
+    return dumps({"status": "succeeded", "attempt": job.attempt})

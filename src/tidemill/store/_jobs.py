@@ -10,7 +10,10 @@ from tidemill.store._rows import JobRow
 from tidemill.store._runs import RunQueries
 from tidemill.store._statements import dumps, lease_end
 
-__all__ = ["JobQueries"]
+__all__ = ["RUN_SUCCEEDED", "JobQueries"]
+
+RUN_SUCCEEDED = dumps({"status": "succeeded"})
+"""The data of a succeeded run's `run_finished` event, as JSON text."""
 
 _JOB = JobRow.COLUMNS
 
@@ -85,7 +88,13 @@ class JobQueries(RunQueries, ResultQueries):
         if epoch is not None:
             sql += " AND epoch = ?"
             params.append(epoch)
-        return bool(self.execute(sql, params).rowcount == 1)
+        row = self.one(sql + " RETURNING run_id, step_id, attempt", params)
+        if row is None:
+            return False
+        run_id, step_id, attempt = row
+        data = _finished(status, int(attempt), error)
+        self.add_event(run_id, "step_finished", data, now=now, job_id=job_id, step_id=step_id)
+        return True
 
     def finish_and_record(self, job: JobRow, *, status: str, value: Any, now: float) -> bool:
         """Finish a claimed job (fenced by its epoch) and record its step's result.
@@ -101,10 +110,16 @@ class JobQueries(RunQueries, ResultQueries):
             return True
         row = self.one(
             "WITH done AS (UPDATE tm_jobs SET status = ?, finished_at = ?, error = NULL, "
-            "lease_until = NULL WHERE id = ? AND status = 'running' AND epoch = ? RETURNING id) "
-            "INSERT INTO tm_results (run_id, step_id, job_id, status, body, recorded_at) "
-            "SELECT ?, ?, done.id, ?, ?, ? FROM done RETURNING job_id",
-            (status, now, job.id, job.epoch, job.run_id, job.step_id, status, body, now),
+            "lease_until = NULL WHERE id = ? AND status = 'running' AND epoch = ? RETURNING id), "
+            "res AS (INSERT INTO tm_results (run_id, step_id, job_id, status, body, recorded_at) "
+            "SELECT ?, ?, done.id, ?, ?, ? FROM done RETURNING job_id), "
+            "ev AS (INSERT INTO tm_events (root_id, run_id, job_id, step_id, kind, data, at) "
+            "SELECT r.root_id, r.id, res.job_id, ?, 'step_finished', ?, ? FROM res "
+            "JOIN tm_runs r ON r.id = ?) SELECT job_id FROM res",
+            (
+                *(status, now, job.id, job.epoch, job.run_id, job.step_id, status, body, now),
+                *(job.step_id, dumps(_finished(status, job.attempt, None)), now, job.run_id),
+            ),
         )
         return row is not None
 
@@ -116,10 +131,13 @@ class JobQueries(RunQueries, ResultQueries):
             return
         self.execute(
             "WITH ended AS (UPDATE tm_runs SET status = 'succeeded', finished_at = ? "
-            "WHERE id = ? RETURNING id) INSERT INTO tm_payloads (run_id, key, body) "
+            "WHERE id = ? RETURNING id, root_id), "
+            "ev AS (INSERT INTO tm_events (root_id, run_id, kind, data, at) "
+            "SELECT root_id, id, 'run_finished', ?, ? FROM ended) "
+            "INSERT INTO tm_payloads (run_id, key, body) "
             "SELECT id, 'result', ? FROM ended "
             "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body",
-            (now, run_id, dumps(result)),
+            (now, run_id, RUN_SUCCEEDED, now, dumps(result)),
         )
 
     def park_job(self, job_id: int, epoch: int) -> bool:
@@ -196,9 +214,24 @@ class JobQueries(RunQueries, ResultQueries):
                 "WHERE run_id = ? AND status IN ('queued', 'running', 'waiting')",
                 (now, run_id),
             )
+            root = self.one("SELECT root_id FROM tm_runs WHERE id = ?", (run_id,))
+            for job in jobs:
+                self.add_event(
+                    run_id, "step_finished", _finished("cancelled", job.attempt, None),
+                    now=now, root_id=None if root is None else str(root[0]),
+                    job_id=job.id, step_id=job.step_id,
+                )  # fmt: skip
         return jobs
 
     def counts(self) -> dict[str, int]:
         """How many jobs are in each status (for `tidemill runs` and tests)."""
         rows = self.all("SELECT status, COUNT(*) FROM tm_jobs GROUP BY status")
         return {str(status): int(count) for status, count in rows}
+
+
+def _finished(status: str, attempt: int, error: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The data of a `step_finished` event."""
+    data: dict[str, Any] = {"status": status, "attempt": attempt}
+    if error is not None:
+        data["error"] = dict(error)
+    return data

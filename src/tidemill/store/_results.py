@@ -6,13 +6,17 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidemill.store._events import EventQueries
 from tidemill.store._rows import JobRow, LogRow, RunRow
-from tidemill.store._statements import Statements, dumps
+from tidemill.store._statements import dumps
 
-__all__ = ["ResultQueries"]
+__all__ = ["LOG_EVENT_TEXT", "ResultQueries"]
+
+LOG_EVENT_TEXT = 65_536
+"""The most of a log chunk's text its `log` event carries (characters)."""
 
 
-class ResultQueries(Statements):
+class ResultQueries(EventQueries):
     """The statements about step results, the logs steps print, and model calls' usage."""
 
     # --- results --------------------------------------------------------
@@ -58,13 +62,34 @@ class ResultQueries(Statements):
     def append_logs(
         self, run_id: str, job_id: int, chunks: Iterable[tuple[str, str]], now: float
     ) -> None:
-        """Store what a step printed, as (stream, text) chunks, one row each."""
+        """Store what a step printed, as (stream, text) chunks, one row each.
+
+        Each chunk is also a `log` event: `{"stream", "text", "log_id"}`; the
+        text of a chunk longer than `LOG_EVENT_TEXT` is cut there, and the
+        event says its whole `size` and `truncated: true` (the row has it all).
+        """
+        where: tuple[Any, ...] | None = None
         for stream, body in chunks:
-            if body:
-                self.execute(
-                    "INSERT INTO tm_logs (run_id, job_id, stream, body, at) VALUES (?, ?, ?, ?, ?)",
-                    (run_id, job_id, stream, body, now),
-                )
+            if not body:
+                continue
+            row = self.one(
+                "INSERT INTO tm_logs (run_id, job_id, stream, body, at) VALUES (?, ?, ?, ?, ?) "
+                "RETURNING id",
+                (run_id, job_id, stream, body, now),
+            )
+            assert row is not None
+            if where is None:
+                where = self.one(
+                    "SELECT r.root_id, j.step_id FROM tm_runs r LEFT JOIN tm_jobs j "
+                    "ON j.id = ? WHERE r.id = ?",
+                    (job_id, run_id),
+                ) or (run_id, None)
+            data: dict[str, Any] = {"stream": stream, "text": body, "log_id": int(row[0])}
+            if len(body) > LOG_EVENT_TEXT:
+                data.update(text=body[:LOG_EVENT_TEXT], size=len(body), truncated=True)
+            self.add_event(
+                run_id, "log", data, now=now, root_id=where[0], job_id=job_id, step_id=where[1]
+            )
 
     def logs(self, root_id: str, *, after: int = 0) -> list[LogRow]:
         """Everything the steps of a run (and its child runs) printed, in order.
@@ -105,6 +130,10 @@ class ResultQueries(Statements):
             "INSERT INTO tm_usage (run_id, root_id, step_id, job_id, attempt, "
             f"{', '.join(self._USAGE)}, at) VALUES ({', '.join('?' for _ in range(15))})",
             (run.id, run.root_id, job.step_id, job.id, job.attempt, *values, now),
+        )
+        data = {key: value for key, value in zip(self._USAGE, values, strict=True)}
+        self.add_event(
+            run.id, "usage", data, now=now, root_id=run.root_id, job_id=job.id, step_id=job.step_id
         )
 
     def usage(self, root_id: str) -> list[dict[str, Any]]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
-from tidemill.store._rows import RunRow
-from tidemill.store._statements import Statements, dumps
+from tidemill.store._events import EventQueries
+from tidemill.store._rows import FINISHED_RUN, RunRow
+from tidemill.store._statements import dumps
 
 __all__ = ["SHOWN_STATUS", "RunQueries"]
 
@@ -36,7 +38,7 @@ _STORED = {"queued": ("queued", "running"), "running": ("running",), "waiting": 
 """For a shown status, the stored ones it comes from."""
 
 
-class RunQueries(Statements):
+class RunQueries(EventQueries):
     """The statements about runs: definitions, runs, payloads and concurrency gates."""
 
     # --- definitions ----------------------------------------------------
@@ -80,6 +82,7 @@ class RunQueries(Statements):
                 run.memory_id,
             ),
         )
+        self.add_event(run.id, *_created(run), now=run.created_at, root_id=run.root_id)
 
     def run_ids_starting(self, prefix: str, limit: int = 10) -> list[str]:
         """The ids of top-level runs that start with `prefix` (hex digits and dashes), in order."""
@@ -114,16 +117,34 @@ class RunQueries(Statements):
             fields["error"] = dumps(fields["error"])
         assignments = ", ".join(f"{name} = ?" for name in fields)
         self.execute(f"UPDATE tm_runs SET {assignments} WHERE id = ?", (*fields.values(), run_id))
+        status = fields.get("status")
+        if status is not None:
+            data: dict[str, Any] = {"status": status}
+            if fields.get("error") is not None:
+                data["error"] = json.loads(fields["error"])
+            kind = "run_finished" if status in FINISHED_RUN else f"run_{status}"
+            when = fields.get("finished_at") or fields.get("started_at") or time.time()
+            kind = "run_started" if kind == "run_running" else kind
+            self.add_event(run_id, kind, data, now=float(when))
 
     def runs(
-        self, *, status: str | None = None, flow: str | None = None, limit: int = 50
+        self,
+        *,
+        status: str | None = None,
+        flow: str | None = None,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
     ) -> list[tuple[RunRow, str]]:
         """Top-level runs, newest first, each with its status as shown (`SHOWN_STATUS`).
 
-        `status` filters on the status as shown, before the `limit`.
+        `status` filters on the status as shown, before the `limit`; `before`
+        is the `(created_at, id)` of the last run of the page before (keyset).
         """
         where: list[str] = ["r.parent_id IS NULL"]
         params: list[Any] = []
+        if before is not None:
+            where.append("r.created_at <= ? AND (r.created_at < ? OR r.id < ?)")
+            params.extend((before[0], before[0], before[1]))
         if status is not None:
             stored = _STORED.get(status, (status,))
             where.append(f"r.status IN ({', '.join('?' for _ in stored)})")
@@ -213,3 +234,15 @@ class RunQueries(Statements):
             (key, run.created_at, run.created_at, run.id),
         )
         return 0 if row is None else int(row[0])
+
+
+def _created(run: RunRow) -> tuple[str, dict[str, Any]]:
+    """The event of a new run: a top-level run is queued, a child run starts."""
+    if run.parent_id is None:
+        return "run_queued", {"flow": run.flow_name, "status": run.status}
+    return "run_started", {
+        "flow": run.flow_name,
+        "parent_id": run.parent_id,
+        "parent_job": run.parent_job,
+        "scope": json.loads(run.scope),
+    }

@@ -28,6 +28,8 @@ from tidemill.workspace._agents import (
     unlink,
 )
 from tidemill.workspace._closure import closure
+from tidemill.workspace._content import MissingReferences
+from tidemill.workspace._credentials import DOMAINS, MIN_PASSWORD, Identity, NewToken, Scope, Token
 from tidemill.workspace._crypto import Keyring, MasterKey, SecretKeyError, load_master_key
 from tidemill.workspace._facade import Workspace
 from tidemill.workspace._models import (
@@ -52,6 +54,7 @@ from tidemill.workspace._references import Resolved, has_references
 from tidemill.workspace._resource_types import BUILTIN_TYPES, ResourceType, builtin_type
 from tidemill.workspace._search import SearchHit
 from tidemill.workspace._session import DEFAULT_WORKSPACE, local_user
+from tidemill.workspace._sign_in import Authenticator
 from tidemill.workspace._sync_plan import FolderChange, ItemChange, PullReport, PushPlan
 from tidemill.workspace._tree import SyncFileError
 from tidemill.workspace._values import InvalidValue
@@ -61,16 +64,20 @@ __all__ = [
     "AGENT_TYPE",
     "BUILTIN_TYPES",
     "DEFAULT_WORKSPACE",
+    "DOMAINS",
     "KINDS",
+    "MIN_PASSWORD",
     "ROLES",
     "Action",
     "AsyncWorkspace",
     "AuditEntry",
+    "Authenticator",
     "Draft",
     "Folder",
     "FolderChange",
     "Grant",
     "Group",
+    "Identity",
     "InvalidPath",
     "InvalidValue",
     "Item",
@@ -79,6 +86,8 @@ __all__ = [
     "ItemPath",
     "Keyring",
     "MasterKey",
+    "MissingReferences",
+    "NewToken",
     "Permissions",
     "Principal",
     "PullReport",
@@ -87,9 +96,11 @@ __all__ = [
     "ResourceType",
     "Role",
     "RunPlan",
+    "Scope",
     "SearchHit",
     "SecretKeyError",
     "SyncFileError",
+    "Token",
     "User",
     "Version",
     "Workspace",

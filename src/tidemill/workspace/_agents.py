@@ -152,6 +152,13 @@ def _agent_value(agent: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _tool_value(tool: dict[str, Any]) -> dict[str, Any]:
+    """A top-level tool with its bindings over the flow dropped.
+
+    A nested agent's tools are kept as written: each call of an agent tool
+    is a child run, whose `flow_input` is the call's `message` and the agent
+    tool's bound inputs, so a binding there reads the agent's own inputs,
+    never the flow around the step (there is nothing to move to `tool_inputs`).
+    """
     value = dict(tool)
     inputs = value.get("inputs")
     if isinstance(inputs, dict):
@@ -160,9 +167,6 @@ def _tool_value(tool: dict[str, Any]) -> dict[str, Any]:
             value["inputs"] = kept
         else:
             del value["inputs"]
-    nested = value.get("agent")
-    if isinstance(nested, dict) and "agent" not in nested:
-        value["agent"] = _agent_value(nested)
     return value
 
 
@@ -172,8 +176,11 @@ def save_as_agent(step: AIAgent | Mapping[str, Any]) -> dict[str, Any]:
     The keys written on the step are kept as written; its tools' bindings
     that read the flow (`{expr: ...}` naming `flow_input`, `results`,
     `previous_result` or `iter`) become model-filled (they are dropped),
-    static values and other expressions are kept. `enabled_tools` is a
-    choice of the step, not of the agent: it is dropped too.
+    static values and other expressions are kept. A nested agent tool's own
+    tools are kept whole: their `flow_input` is the nested agent's child
+    run's input (its `message` and the agent tool's bound inputs), which
+    the agent carries. `enabled_tools` is a choice of the step, not of the
+    agent: it is dropped too.
 
     Args:
         step: The step's `ai_agent` settings, as a model or as written.

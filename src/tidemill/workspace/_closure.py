@@ -3,9 +3,10 @@
 A flow names items by path: scripts (`script: {path: f/...}`), sub-flows
 (`flow: f/...`), linked agents (`ai_agent: {agent: f/...@7}`), and
 `$var:`/`$res:` references (a provider resource, a key). Each of those may
-name more: an agent its provider resource, its tools' flows, MCP
-credentials and nested agents; a sub-flow its own steps' items. The
-closure follows them all, reading each item once.
+name more: an agent its provider resource, its tools' flows and workspace
+scripts (`script: {path: f/...@3}`), MCP credentials and nested agents; a
+sub-flow its own steps' items. The closure follows them all, reading each
+item once.
 
 Examples:
     >>> items = {
@@ -100,10 +101,14 @@ def _agent_items(agent: Mapping[str, Any]) -> Iterator[str]:
             continue
         yield from _sub_flow(tool.get("flow"))
         script = tool.get("script")
-        if isinstance(script, Mapping) and (path := _path(script.get("path"))):
-            yield path
+        written = script.get("path") if isinstance(script, Mapping) else None
+        if isinstance(written, str) and (match := _LINK.match(written)):
+            yield match[1]  # a script tool may pin a version: the closure carries the script
         if isinstance(tool.get("agent"), Mapping):
             yield from _agent_items(tool["agent"])
+        mcp = tool.get("mcp")
+        if isinstance(mcp, Mapping) and (path := _path(mcp.get("resource"))):
+            yield path  # `resource: f/...`, a bare path (a `$res:` one is a reference)
 
 
 def linked_agents(flow_document: Mapping[str, Any]) -> set[str]:

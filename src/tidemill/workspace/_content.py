@@ -4,25 +4,48 @@
   summary (and description) unless they are given.
 - A flow is a flow document, validated as `Flow.from_dict` validates it, with
   the workspace scripts and flows it names by path read as the writer (each
-  must exist and be readable by the writer).
+  must exist and be readable by the writer), and so must the agent a step
+  links and what that agent's tools name.
 - A resource is a JSON value checked against its type's JSON Schema: a
   built-in type (`openai`, `anthropic`, ..., `ai_agent`) or a resource type
   item at a path. A field the schema marks `writeOnly` (a key, a token) must
   be a `$var:` reference to a secret variable: resources are versioned, and
   secrets never are. A resource of type `ai_agent` (a reusable agent) is
   validated in full as an inline `ai_agent` step's settings
-  (`tidemill.workspace._agents.agent_definition`), and stored as written.
+  (`tidemill.workspace._agents.agent_definition`), and stored as written;
+  the flows, scripts, agents and MCP resources its tools name must be there
+  for the writer (below: at once, or at the end of a push).
 - A variable is text; a secret one is encrypted with the workspace's data key.
 - A resource type is a JSON Schema.
+
+An `ai_agent` resource names workspace items through its tools: the flows
+of `flow` tools (`flow: f/...`), the scripts of `script` tools
+(`script: {path: f/...@3}`), nested agents (`agent: {agent: f/...@2}`, and
+the tools of an inline nested agent in turn) and MCP server resources
+(`mcp: {resource: $res:f/...}`). Writing the agent, or a flow with a step
+that links it, checks each names an item of that kind the writer may read
+(`MissingReferences` lists the others). The check reads the store as the
+transaction sees it when it runs:
+
+- A single write (`write`, `save_draft`, `deploy`, `restore`) checks at once.
+- A transaction that writes many items in an arbitrary order (a directory
+  push, a deploy of a flow with its agents' drafts) defers the checks
+  (`defer_checks`) and runs them after its last write (`run_deferred`), so
+  an agent and the tool flows it names may arrive together.
+
+A nested agent a tool links is checked to exist, not its own tools: it was
+checked when it was written.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tidemill.errors import ConfigurationError, FlowValidationError
-from tidemill.flows import AIAgent, Flow
+from tidemill.flows import WORKSPACE_PATH, AIAgent, Flow
 from tidemill.flows._load import DocumentError, parse_document
 from tidemill.workspace._agents import AGENT_TYPE, agent_definition
 from tidemill.workspace._includes import WorkspaceIncludes
@@ -39,7 +62,18 @@ from tidemill.workspace._values import (
     secret_fields,
 )
 
-__all__ = ["VERSIONED", "Content", "prepare", "resource_schema"]
+__all__ = [
+    "VERSIONED",
+    "Content",
+    "MissingReferences",
+    "agent_references",
+    "check_agent",
+    "check_flow",
+    "defer_checks",
+    "prepare",
+    "resource_schema",
+    "run_deferred",
+]
 
 VERSIONED: frozenset[ItemKind] = frozenset({"script", "flow", "resource"})
 """The kinds whose every write appends a version."""
@@ -116,6 +150,7 @@ def prepare(
             raise InvalidValue(f"{path}: a resource needs a type (`type: openai`, say).")
         if resource_type == AGENT_TYPE:
             agent_definition(value, path=path)
+            later(ctx, path, lambda: check_agent(ctx, path, value))
         schema = resource_schema(ctx, resource_type, path=path)
         check_resource_value(schema, value, path=path)
         for name in sorted(secret_fields(schema)):
@@ -174,6 +209,7 @@ def _flow_document(ctx: Context, path: str, value: Any) -> dict[str, Any]:
     for step in flow.walk():
         if step.ai_agent is not None and step.ai_agent.agent is not None:
             _check_link(ctx, path, step.id, step.ai_agent)
+    later(ctx, path, lambda: check_flow(ctx, path, flow))
     return document
 
 
@@ -204,3 +240,188 @@ def _check_link(ctx: Context, path: str, step_id: str, step: AIAgent) -> None:
             f"{link} does not have; its tools: {', '.join(tools) or 'none'}.",
             hint="Name the agent's tools in enabled_tools and tool_inputs.",
         )
+
+
+# --- what an agent's tools name -----------------------------------------------------------
+
+_PINNED = re.compile(r"^([uf](?:/[a-z0-9][a-z0-9_-]{0,63}){2,})(?:@([1-9][0-9]*))?\Z")
+_RESOURCE = re.compile(r"^\$res:([uf](?:/[a-z0-9][a-z0-9_-]{0,63}){2,})\Z")
+
+Kind = str
+"""What a reference must name: `flow`, `script`, `agent` (an ai_agent resource), `resource`."""
+
+
+class MissingReferences(InvalidValue):
+    """An agent (or a flow linking one) names workspace items that are not there for the writer.
+
+    Each is missing, of another kind, or in a folder the writer may not read
+    (the two look alike, as for every read). Nothing was written.
+
+    Attributes:
+        missing: The paths named (with their `@N` pins), in the order met.
+        problems: Each as `at <field>: no <kind> <path> that <user> may read`.
+    """
+
+    def __init__(
+        self, message: str, *, missing: Sequence[str], problems: Sequence[str], hint: str
+    ) -> None:
+        super().__init__(message, problems=problems, hint=hint, context={"missing": list(missing)})
+        self.missing: list[str] = list(missing)
+
+
+def _tool_flow(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        value = value.get("path")
+    return value if isinstance(value, str) and WORKSPACE_PATH.match(value) else None
+
+
+def agent_references(value: Any, where: str = "") -> Iterator[tuple[str, Kind, str]]:
+    """Each item an agent's tools name: (field, kind, path as written, maybe `@N`).
+
+    Examples:
+        >>> for found in agent_references({"tools": [{"name": "a", "flow": "f/x/refund"},
+        ...     {"name": "b", "agent": {"model": "fake", "tools": [
+        ...         {"name": "c", "script": {"path": "f/x/look@2"}}]}}]}):
+        ...     print(*found)
+        tools[0].flow flow f/x/refund
+        tools[1].agent.tools[0].script.path script f/x/look@2
+    """
+    tools = value.get("tools") if isinstance(value, Mapping) else None
+    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
+        if not isinstance(tool, Mapping):
+            continue
+        field = f"{where}tools[{index}]"
+        if (flow := _tool_flow(tool.get("flow"))) is not None:
+            yield f"{field}.flow", "flow", flow
+        script = tool.get("script")
+        if isinstance(script, Mapping) and isinstance(script.get("path"), str):
+            yield f"{field}.script.path", "script", script["path"]
+        nested = tool.get("agent")
+        if isinstance(nested, Mapping):
+            if isinstance(nested.get("agent"), str):
+                yield f"{field}.agent.agent", "agent", nested["agent"]
+            else:
+                yield from agent_references(nested, f"{field}.agent.")
+        mcp = tool.get("mcp")
+        resource = mcp.get("resource") if isinstance(mcp, Mapping) else None
+        if isinstance(resource, str) and (match := _RESOURCE.match(resource)):
+            yield f"{field}.mcp.resource", "resource", match[1]
+
+
+def _exists(ctx: Context, kind: Kind, written: str) -> bool:
+    match = _PINNED.match(written)
+    if match is None:
+        return True  # not a workspace path: the model's own validation says what is wrong
+    path, pin = match[1], match[2]
+    if not ctx.rules.allows("read", path):
+        return False
+    stored_kind = "resource" if kind == "agent" else kind
+    if pin is not None:
+        old = ctx.q.version(path, int(pin))
+        found = None if old is None else (old.kind, old.resource_type)
+    else:
+        item = ctx.q.item(path)
+        found = (
+            None if item is None or item.item.deleted else (item.item.kind, item.item.resource_type)
+        )
+    if found is None or found[0] != stored_kind:
+        return False
+    return kind != "agent" or found[1] == "ai_agent"
+
+
+_WHAT = {"flow": "flow", "script": "script", "agent": "ai_agent resource", "resource": "resource"}
+
+
+def _missing(ctx: Context, value: Any, *, lead: str = "") -> list[tuple[str, str]]:
+    """(path as written, problem) for each reference of `value` that is not there."""
+    who = ctx.principal.name
+    return [
+        (written, f"at {lead}{field}: no {_WHAT[kind]} {written} that {who} may read")
+        for field, kind, written in agent_references(value)
+        if not _exists(ctx, kind, written)
+    ]
+
+
+def _refuse(ctx: Context, path: str, missing: list[tuple[str, str]], whose: str) -> None:
+    if not missing:
+        return
+    paths = list(dict.fromkeys(written for written, _problem in missing))
+    raise MissingReferences(
+        f"{path}: {whose} {', '.join(paths)}, which {'is' if len(paths) == 1 else 'are'} "
+        f"nothing {ctx.principal.name} may read.",
+        missing=paths,
+        problems=[problem for _written, problem in missing],
+        hint="Write them first or fix the paths (tidemill ws list f/<folder> shows what is "
+        "there); `tidemill sync push` of a directory may hold them too: it checks once "
+        "everything it holds is written.",
+    )
+
+
+def check_agent(ctx: Context, path: str, value: Any) -> None:
+    """Raise `MissingReferences` unless each item the agent's tools name is there for the writer."""
+    _refuse(ctx, path, _missing(ctx, value), "its tools name")
+
+
+def _linked_value(ctx: Context, written: str) -> Any:
+    match = _PINNED.match(written)
+    if match is None or not ctx.rules.allows("read", match[1]):
+        return None
+    if match[2] is not None:
+        old = ctx.q.version(match[1], int(match[2]))
+        return None if old is None else old.value
+    stored = ctx.q.item(match[1])
+    return None if stored is None or stored.item.deleted else stored.item.value
+
+
+def check_flow(ctx: Context, path: str, flow: Flow) -> None:
+    """Raise `MissingReferences` unless the agents its steps run name items there for the writer.
+
+    A linked step's agent is read (as the writer) and its tools' references
+    checked; an inline step's tools were read in with the flow, all but the
+    nested agents they link, which are checked here.
+    """
+    missing: list[tuple[str, str]] = []
+    for step in flow.walk():
+        agent = step.ai_agent
+        if agent is None:
+            continue
+        if agent.agent is not None:
+            value = _linked_value(ctx, agent.agent)
+            lead = f"step {step.id!r} links {agent.agent}, whose "
+        else:
+            value = agent.model_dump(mode="json", exclude_defaults=True)
+            lead = f"step {step.id!r}: ai_agent."
+        missing.extend(_missing(ctx, value, lead=lead))
+    _refuse(ctx, path, missing, "its agents name")
+
+
+def defer_checks(ctx: Context) -> None:
+    """Collect the reference checks of what `ctx` writes from now on, for `run_deferred`."""
+    ctx.deferred = []
+
+
+def later(ctx: Context, path: str, check: Callable[[], None]) -> None:
+    """Run `check` now, or at the end of the transaction when its checks are deferred."""
+    if ctx.deferred is None:
+        check()
+    else:
+        ctx.deferred.append((path, check))
+
+
+def run_deferred(
+    ctx: Context, *, on_error: Callable[[str, InvalidValue], Exception] | None = None
+) -> None:
+    """Run the deferred checks, each path's last one, in the order written; stop deferring.
+
+    Args:
+        ctx: The transaction whose checks were deferred (`defer_checks`).
+        on_error: Turns the error of a path's check into the one raised
+            (a push names the file); None: raise it as it is.
+    """
+    checks = dict(ctx.deferred or ())
+    ctx.deferred = None
+    for path, check in checks.items():
+        try:
+            check()
+        except InvalidValue as exc:
+            raise (exc if on_error is None else on_error(path, exc)) from None

@@ -37,7 +37,8 @@ class Workspace:
     `clear_history`, `search`), drafts (`save_draft`, `draft`, `drafts`,
     `discard_draft`, `deploy`, `linked_drafts`), people (`whoami`, `add_user`, `set_user`,
     `users`, `add_group`, `delete_group`, `set_member`, `groups`,
-    `add_folder`, `set_folder`, `folders`, `grant`, `audit`, `rotate_key`),
+    `add_folder`, `set_folder`, `folders`, `grant`, `audit`, `rotate_key`), signing in
+    (`set_password`, `create_token`, `tokens`, `revoke_token`),
     directories (`pull`, `push`) and what the engine asks (`run_plan`,
     `record_run`, `resolve`, `inline_agent`).
 
@@ -92,6 +93,10 @@ class Workspace:
     grant = _blocking(AsyncWorkspace.grant)
     audit = _blocking(AsyncWorkspace.audit)
     rotate_key = _blocking(AsyncWorkspace.rotate_key)
+    set_password = _blocking(AsyncWorkspace.set_password)
+    create_token = _blocking(AsyncWorkspace.create_token)
+    tokens = _blocking(AsyncWorkspace.tokens)
+    revoke_token = _blocking(AsyncWorkspace.revoke_token)
     run_plan = _blocking(AsyncWorkspace.run_plan)
     record_run = _blocking(AsyncWorkspace.record_run)
     resolve = _blocking(AsyncWorkspace.resolve)

@@ -31,10 +31,25 @@ class WorkspaceIncludes:
         """Path to the version read (0: the reader's draft)."""
 
     def script(self, path: str) -> tuple[str, str]:
-        """The code of the script at `path`, and `path@version`."""
-        value, label = self._read(path, "script")
+        """The code of the script at `path` (`path@N`: its version N), and `path@version`.
+
+        A script tool may pin a version; a script step names the deployed one.
+        """
+        path, _, pin = path.partition("@")
+        value, label = self._read(path, "script") if not pin else self._version(path, int(pin))
         assert isinstance(value, str)
         return value, label
+
+    def _version(self, path: str, version: int) -> tuple[Any, str]:
+        ctx = self.ctx
+        found = ctx.q.version(path, version) if ctx.rules.allows("read", path) else None
+        if found is None or found.kind != "script":
+            raise LookupError(
+                f"no version {version} of a workspace script {path} that "
+                f"{ctx.principal.name} may read (tidemill ws history {path} lists its versions)"
+            )
+        self.used[path] = version
+        return found.value, f"{path}@{version}"
 
     def flow(self, path: str) -> tuple[dict[str, Any], str]:
         """The document of the flow at `path`, and `path@version`."""

@@ -19,21 +19,29 @@ from tidemill.errors import ItemNotFound, VersionConflict
 from tidemill.store import dumps
 from tidemill.workspace._agents import agent_diff
 from tidemill.workspace._closure import linked_agents
-from tidemill.workspace._content import VERSIONED, Content, prepare
+from tidemill.workspace._content import VERSIONED, Content, defer_checks, prepare, run_deferred
 from tidemill.workspace._models import Draft, Item, ItemKind, Version
 from tidemill.workspace._paths import InvalidPath, ItemPath
 from tidemill.workspace._search import SearchEntry, SearchHit, SearchIndex
 from tidemill.workspace._session import Context, Session
 from tidemill.workspace._values import InvalidValue
 
-__all__ = ["ItemMethods"]
+__all__ = [
+    "ItemMethods",
+    "check_owner",
+    "check_readable",
+    "item_path",
+    "item_text",
+    "not_found",
+    "store_content",
+]
 
 
-def _path(text: str) -> str:
+def item_path(text: str) -> str:
     return str(ItemPath.parse(text))
 
 
-def _not_found(ctx: Context, path: str, what: str = "item") -> ItemNotFound:
+def not_found(ctx: Context, path: str, what: str = "item") -> ItemNotFound:
     return ItemNotFound(
         f"No {what} at {path} that {ctx.principal.name} may read.",
         hint=f"List what is there: tidemill ws list {path.rsplit('/', 1)[0]}",
@@ -41,12 +49,12 @@ def _not_found(ctx: Context, path: str, what: str = "item") -> ItemNotFound:
     )
 
 
-def _readable(ctx: Context, path: str, what: str = "item") -> None:
+def check_readable(ctx: Context, path: str, what: str = "item") -> None:
     if not ctx.rules.allows("read", path):
-        raise _not_found(ctx, path, what)
+        raise not_found(ctx, path, what)
 
 
-def _owner_exists(ctx: Context, path: str) -> None:
+def check_owner(ctx: Context, path: str) -> None:
     parsed = ItemPath.parse(path)
     if parsed.root == "f" and ctx.q.folder(parsed.owner) is None:
         raise ItemNotFound(
@@ -57,16 +65,16 @@ def _owner_exists(ctx: Context, path: str) -> None:
         raise ItemNotFound(f"There is no user {parsed.owner!r} for {path}.")
 
 
-def _text(kind: str, value: Any) -> str:
+def item_text(kind: str, value: Any) -> str:
     """An item's value as text, for diffs."""
     if kind == "script" and isinstance(value, str):
         return value
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
 
 
-def _store(ctx: Context, path: str, content: Content, *, message: str, action: str) -> Item:
+def store_content(ctx: Context, path: str, content: Content, *, message: str, action: str) -> Item:
     """Write `content` at `path` (already checked: the caller may write it)."""
-    _owner_exists(ctx, path)
+    check_owner(ctx, path)
     stored = ctx.q.item(path)
     if stored is not None and not stored.item.deleted and stored.item.kind != content.kind:
         raise VersionConflict(
@@ -130,9 +138,9 @@ def _deploy_one(ctx: Context, path: str, message: str) -> Item:
     ctx.rules.check("write", path)
     found = ctx.q.draft(path, ctx.principal.name)
     if found is None:
-        raise _not_found(ctx, path, "draft")
+        raise not_found(ctx, path, "draft")
     content = _checked_again(ctx, path, found)
-    item = _store(ctx, path, content, message=message, action="item.deploy")
+    item = store_content(ctx, path, content, message=message, action="item.deploy")
     ctx.q.drop_draft(path, ctx.principal.name)
     return item
 
@@ -173,14 +181,14 @@ class ItemMethods(Session):
         Raises:
             ItemNotFound: Nothing the principal may read is there.
         """
-        path = _path(path)
+        path = item_path(path)
 
         def read(ctx: Context) -> Item:
-            _readable(ctx, path)
+            check_readable(ctx, path)
             if version is not None:
                 found = ctx.q.version(path, version)
                 if found is None:
-                    raise _not_found(ctx, f"{path}@{version}", "version")
+                    raise not_found(ctx, f"{path}@{version}", "version")
                 return Item(
                     path,
                     found.kind,
@@ -194,7 +202,7 @@ class ItemMethods(Session):
                 )
             stored = ctx.q.item(path)
             if stored is None or stored.item.deleted:
-                raise _not_found(ctx, path)
+                raise not_found(ctx, path)
             item = stored.item
             if item.secret and reveal:
                 plaintext = ctx.data_key().decrypt(
@@ -251,7 +259,7 @@ class ItemMethods(Session):
             PermissionDenied: The principal may not write `path`.
             ConfigurationError: The value is not a valid item of its kind.
         """
-        path = _path(path)
+        path = item_path(path)
 
         def put(ctx: Context) -> Item:
             ctx.rules.check("write", path)
@@ -273,19 +281,19 @@ class ItemMethods(Session):
                 resource_type=resource_type,
                 secret=secret,
             )
-            return _store(ctx, path, content, message=message, action="item.write")
+            return store_content(ctx, path, content, message=message, action="item.write")
 
         return await self.transact(put)
 
     async def delete(self, path: str) -> None:
         """Delete an item; its history stays readable by those who could read it."""
-        path = _path(path)
+        path = item_path(path)
 
         def drop(ctx: Context) -> None:
             ctx.rules.check("write", path)
             stored = ctx.q.item(path)
             if stored is None or stored.item.deleted:
-                raise _not_found(ctx, path)
+                raise not_found(ctx, path)
             if stored.item.secret:  # no ciphertext lingers once a secret is gone
                 ctx.q.put_item(stored.item, dumps(None), exists=True)
             ctx.q.mark_deleted(path, ctx.now)
@@ -331,13 +339,13 @@ class ItemMethods(Session):
 
     async def history(self, path: str) -> builtins.list[Version]:
         """Every kept version of an item, newest first (a deleted item's too)."""
-        path = _path(path)
+        path = item_path(path)
 
         def read(ctx: Context) -> builtins.list[Version]:
-            _readable(ctx, path)
+            check_readable(ctx, path)
             versions = ctx.q.versions(path)
             if not versions and ctx.q.item(path) is None:
-                raise _not_found(ctx, path)
+                raise not_found(ctx, path)
             return versions
 
         return await self.transact(read)
@@ -348,7 +356,7 @@ class ItemMethods(Session):
         Two versions of an agent (a resource of type `ai_agent`) are compared
         key by key and tool by tool instead (`agent_diff`).
         """
-        path = _path(path)
+        path = item_path(path)
         before = await self.get(path, version=old)
         after = await self.get(path, version=new) if new is not None else await self.get(path)
         header = f"--- {path}@{before.version}\n+++ {path}@{after.version}\n"
@@ -360,8 +368,8 @@ class ItemMethods(Session):
             changes = agent_diff(before.value, after.value)
             return header + changes if changes else ""
         lines = difflib.unified_diff(
-            _text(before.kind, before.value).splitlines(keepends=True),
-            _text(after.kind, after.value).splitlines(keepends=True),
+            item_text(before.kind, before.value).splitlines(keepends=True),
+            item_text(after.kind, after.value).splitlines(keepends=True),
             fromfile=f"{path}@{before.version}",
             tofile=f"{path}@{after.version}",
         )
@@ -369,28 +377,28 @@ class ItemMethods(Session):
 
     async def restore(self, path: str, version: int, *, message: str = "") -> Item:
         """Write an old version forward as a new one."""
-        path = _path(path)
+        path = item_path(path)
 
         def put(ctx: Context) -> Item:
             ctx.rules.check("write", path)
             old = ctx.q.version(path, version)
             if old is None:
-                raise _not_found(ctx, f"{path}@{version}", "version")
+                raise not_found(ctx, f"{path}@{version}", "version")
             content = _checked_again(ctx, path, old)
             note = message or f"restore version {version}"
-            return _store(ctx, path, content, message=note, action="item.restore")
+            return store_content(ctx, path, content, message=note, action="item.restore")
 
         return await self.transact(put)
 
     async def clear_history(self, path: str) -> int:
         """Drop every past version, keeping the current one; return how many were dropped."""
-        path = _path(path)
+        path = item_path(path)
 
         def clear(ctx: Context) -> int:
             ctx.rules.check("write", path)
             stored = ctx.q.item(path)
             if stored is None:
-                raise _not_found(ctx, path)
+                raise not_found(ctx, path)
             dropped = ctx.q.clear_versions(path, stored.item.version)
             ctx.audit("item.clear_history", path, dropped=dropped)
             return dropped
@@ -411,7 +419,7 @@ class ItemMethods(Session):
 
         Only scripts, flows and resources have drafts (never a secret).
         """
-        path = _path(path)
+        path = item_path(path)
         if kind not in VERSIONED:
             raise InvalidValue(
                 f"{path}: only scripts, flows and resources have drafts, not a {kind}.",
@@ -420,7 +428,7 @@ class ItemMethods(Session):
 
         def put(ctx: Context) -> Draft:
             ctx.rules.check("write", path)
-            _owner_exists(ctx, path)
+            check_owner(ctx, path)
             content = prepare(
                 ctx,
                 path,
@@ -448,13 +456,13 @@ class ItemMethods(Session):
 
     async def draft(self, path: str) -> Draft:
         """The principal's draft of an item."""
-        path = _path(path)
+        path = item_path(path)
 
         def read(ctx: Context) -> Draft:
-            _readable(ctx, path, "draft")
+            check_readable(ctx, path, "draft")
             found = ctx.q.draft(path, ctx.principal.name)
             if found is None:
-                raise _not_found(ctx, path, "draft")
+                raise not_found(ctx, path, "draft")
             return found
 
         return await self.transact(read)
@@ -469,12 +477,12 @@ class ItemMethods(Session):
 
     async def discard_draft(self, path: str) -> None:
         """Drop the principal's draft of an item."""
-        path = _path(path)
+        path = item_path(path)
 
         def drop(ctx: Context) -> None:
-            _readable(ctx, path, "draft")
+            check_readable(ctx, path, "draft")
             if not ctx.q.drop_draft(path, ctx.principal.name):
-                raise _not_found(ctx, path, "draft")
+                raise not_found(ctx, path, "draft")
             ctx.audit("draft.discard", path)
 
         await self.transact(drop)
@@ -489,18 +497,20 @@ class ItemMethods(Session):
                 in the same transaction (`linked_drafts` lists them); the
                 drafts of those left out are kept.
         """
-        path = _path(path)
-        wanted = [_path(agent) for agent in agents]
+        path = item_path(path)
+        wanted = [item_path(agent) for agent in agents]
 
         def put(ctx: Context) -> Item:
             if wanted:
                 offered = _linked_drafts(ctx, path)
                 stray = [agent for agent in wanted if agent not in offered]
                 if stray:
-                    raise _not_found(ctx, stray[0], "draft of an agent this flow links")
+                    raise not_found(ctx, stray[0], "draft of an agent this flow links")
+            defer_checks(ctx)  # the flow and its agents' drafts land together
             item = _deploy_one(ctx, path, message)
             for agent in wanted:
                 _deploy_one(ctx, agent, message)
+            run_deferred(ctx)
             return item
 
         return await self.transact(put)
@@ -511,10 +521,10 @@ class ItemMethods(Session):
         The flow is read from the principal's draft of it, else as deployed;
         these are what `deploy(..., agents=...)` may deploy with it.
         """
-        path = _path(path)
+        path = item_path(path)
 
         def read(ctx: Context) -> builtins.list[str]:
-            _readable(ctx, path)
+            check_readable(ctx, path)
             return _linked_drafts(ctx, path)
 
         return await self.transact(read)

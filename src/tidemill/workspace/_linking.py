@@ -14,7 +14,13 @@ from typing import Any
 
 from tidemill.workspace._agents import AGENT_TYPE, save_as_agent, unlink
 from tidemill.workspace._content import prepare
-from tidemill.workspace._items import _not_found, _owner_exists, _path, _readable, _store
+from tidemill.workspace._items import (
+    check_owner,
+    check_readable,
+    item_path,
+    not_found,
+    store_content,
+)
 from tidemill.workspace._models import Draft, Item
 from tidemill.workspace._session import Context, Session
 from tidemill.workspace._values import InvalidValue
@@ -105,7 +111,7 @@ class LinkingMethods(Session):
             InvalidValue: No such step, not an ai_agent step, or already linked.
             PermissionDenied: The principal may not write the agent or the flow.
         """
-        flow_path, agent_path = _path(flow_path), _path(agent_path)
+        flow_path, agent_path = item_path(flow_path), item_path(agent_path)
 
         def put(ctx: Context) -> Item:
             document = _read_flow(ctx, flow_path, draft)
@@ -128,7 +134,7 @@ class LinkingMethods(Session):
             ctx.rules.check("write", agent_path)
             ctx.rules.check("write", flow_path)
             content = prepare(ctx, agent_path, "resource", value, resource_type=AGENT_TYPE)
-            item = _store(ctx, agent_path, content, message=message, action="item.write")
+            item = store_content(ctx, agent_path, content, message=message, action="item.write")
             _write_flow(ctx, flow_path, document, draft, message)
             return item
 
@@ -147,7 +153,7 @@ class LinkingMethods(Session):
             InvalidValue: No such step, not an ai_agent step, or an inline one.
             ItemNotFound: The agent is nothing the principal may read.
         """
-        flow_path = _path(flow_path)
+        flow_path = item_path(flow_path)
 
         def put(ctx: Context) -> Item:
             document = _read_flow(ctx, flow_path, draft)
@@ -161,17 +167,17 @@ class LinkingMethods(Session):
                     context={"path": flow_path, "step": step_id},
                 )
             path, _, pin = target.partition("@")
-            path = _path(path)
-            _readable(ctx, path)
+            path = item_path(path)
+            check_readable(ctx, path)
             if pin:
                 version = ctx.q.version(path, int(pin))
                 if version is None:
-                    raise _not_found(ctx, target, "version")
+                    raise not_found(ctx, target, "version")
                 value = version.value
             else:
                 stored = ctx.q.item(path)
                 if stored is None or stored.item.deleted:
-                    raise _not_found(ctx, path)
+                    raise not_found(ctx, path)
                 value = stored.item.value
             if not isinstance(value, dict):
                 raise InvalidValue(f"{target} is not an agent.", context={"path": target})
@@ -190,17 +196,17 @@ class LinkingMethods(Session):
 
 
 def _read_flow(ctx: Context, path: str, draft: bool) -> dict[str, Any]:
-    _readable(ctx, path)
+    check_readable(ctx, path)
     found = ctx.q.draft(path, ctx.principal.name) if draft else None
     if found is not None and found.kind == "flow":
         document = found.value
     else:
         stored = ctx.q.item(path)
         if stored is None or stored.item.deleted or stored.item.kind != "flow":
-            raise _not_found(ctx, path, "flow")
+            raise not_found(ctx, path, "flow")
         document = stored.item.value
     if not isinstance(document, dict):
-        raise _not_found(ctx, path, "flow")
+        raise not_found(ctx, path, "flow")
     return copy.deepcopy(document)
 
 
@@ -210,8 +216,8 @@ def _write_flow(
     ctx.rules.check("write", path)
     content = prepare(ctx, path, "flow", document)
     if not draft:
-        return _store(ctx, path, content, message=message, action="item.write")
-    _owner_exists(ctx, path)
+        return store_content(ctx, path, content, message=message, action="item.write")
+    check_owner(ctx, path)
     saved = Draft(
         path,
         ctx.principal.name,

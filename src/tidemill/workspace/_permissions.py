@@ -105,6 +105,15 @@ class Permissions:
                 context={"principal": self.principal.name, "action": action, "path": str(path)},
             )
 
+    def check_active(self, what: str) -> None:
+        """Return when the principal is an enabled user, else raise `PermissionDenied`."""
+        if self.principal.disabled:
+            raise PermissionDenied(
+                f"{self.principal.name} may not {what}: the user is disabled.",
+                hint="A workspace admin can enable it.",
+                context={"principal": self.principal.name, "action": what},
+            )
+
     def check_admin(self, what: str) -> None:
         """Return when the principal is a workspace admin, else raise `PermissionDenied`."""
         if not self.is_admin:

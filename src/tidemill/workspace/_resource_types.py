@@ -1,4 +1,4 @@
-"""The resource types every workspace has: LLM providers, `openai_compatible`, `ai_agent`.
+"""The resource types every workspace has: LLM providers, `ai_agent`, `mcp_server`.
 
 A resource is a named JSON value (`f/ai/openai`) of a resource type, whose
 JSON Schema (draft 2020-12) its value must fit. The built-in provider types
@@ -183,6 +183,30 @@ _AGENT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
+
+_MCP_SCHEMA: dict[str, Any] = {
+    "$schema": DIALECT,
+    "title": "MCP server",
+    "description": "How to reach an MCP server: a command (stdio) or a URL (streamable HTTP).",
+    "type": "object",
+    "properties": {
+        "command": _text("The program that runs the server (stdio)."),
+        "args": {"type": "array", "items": {"type": "string"}, "description": "Its arguments."},
+        "env": {**_STRINGS, "description": "Variables for the server process ($var: allowed)."},
+        "url": {
+            "type": "string",
+            "pattern": "^https?://",
+            "description": "The endpoint of a running streamable HTTP server.",
+        },
+        "headers": {**_STRINGS, "description": "HTTP headers for every request ($var: allowed)."},
+    },
+    "oneOf": [{"required": ["command"]}, {"required": ["url"]}],
+    "additionalProperties": False,
+}
+"""An `mcp` tool names one with `resource: $res:<path>`; its `$var:` values (a token
+in `headers`, a key in `env`) are resolved as the run's identity when the step starts."""
+
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _provider(
         "openai",
@@ -265,6 +289,12 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "A reusable agent: the keys of an inline ai_agent step (model or provider, "
         "system prompt, memory, limits, tools), linked from steps with `agent: <path>`.",
         _AGENT_SCHEMA,
+    ),
+    ResourceType(
+        "mcp_server",
+        "An MCP server an agent's `mcp` tool connects to (`resource: $res:<path>`): "
+        "a command and its args and env, or a URL and its headers.",
+        _MCP_SCHEMA,
     ),
 )
 """Every built-in resource type, providers first.

@@ -69,6 +69,9 @@ class Context:
     keys: Callable[[], Keyring]
     unwrapped: Callable[[str], DataKey]
     """The data key a wrapped one holds (the session keeps each it unwrapped)."""
+    deferred: list[tuple[str, Callable[[], None]]] | None = None
+    """Checks to run after the transaction's last write, by path (`_agent_references`);
+    None: each write checks at once."""
     _data_key: DataKey | None = field(default=None, repr=False)
 
     def audit(self, action: str, path: str | None = None, **details: Any) -> None:

@@ -15,9 +15,12 @@ layout). Both work as the session's principal, and only with what it may do:
   is `create`, `update` or `unchanged`) and writes what changed in ONE
   transaction, in an order in which what is named exists first: folders,
   resource types, variables, scripts, resources, then flows, each flow after
-  the flows it includes. Any error (a refusal, a flow naming a script that
-  does not exist, a resource that does not fit its type) undoes the whole
-  push, and names the file it came from. Each item written is a new version
+  the flows it includes. What agents' tools name (their flows, scripts,
+  nested agents) is checked after the last write, so an agent and its tool
+  flows may come in the same push. Any error (a refusal, a flow naming a
+  script that does not exist, an agent naming a flow neither stored nor in
+  the push, a resource that does not fit its type) undoes the whole push,
+  and names the file it came from. Each item written is a new version
   (for the kinds that keep versions) with the push's message, audited as
   `sync.push`.
 
@@ -74,8 +77,8 @@ from typing import Any
 from tidemill.errors import ItemNotFound, TidemillError
 from tidemill.store import dumps
 from tidemill.workspace._closure import closure
-from tidemill.workspace._content import prepare
-from tidemill.workspace._items import _owner_exists, _store, _text
+from tidemill.workspace._content import defer_checks, prepare, run_deferred
+from tidemill.workspace._items import check_owner, item_text, store_content
 from tidemill.workspace._models import Item, ItemKind
 from tidemill.workspace._paths import ItemPath
 from tidemill.workspace._people import _grantee
@@ -271,8 +274,8 @@ def _secret_value(ctx: Context, path: str, body: str) -> str:
 def _diff(path: str, kind: str, version: int, old: Any, new: Any, file: str) -> str:
     lines = list(
         difflib.unified_diff(
-            _text(kind, old).splitlines(keepends=True),
-            _text(kind, new).splitlines(keepends=True),
+            item_text(kind, old).splitlines(keepends=True),
+            item_text(kind, new).splitlines(keepends=True),
             fromfile=f"{path}@{version}",
             tofile=file,
         )
@@ -436,7 +439,7 @@ def _keep_secret(ctx: Context, item: TreeItem) -> None:
             hint="Give it its value in the file, to store it encrypted.",
             context={"path": item.path},
         )
-    _owner_exists(ctx, item.path)
+    check_owner(ctx, item.path)
     old = stored.item
     kept = Item(
         path=old.path,
@@ -473,7 +476,7 @@ def _apply_item(ctx: Context, item: TreeItem, message: str) -> None:
         resource_type=item.resource_type if item.kind == "resource" else None,
         secret=item.secret and item.kind == "variable",
     )
-    _store(ctx, item.path, content, message=message, action=ACTION)
+    store_content(ctx, item.path, content, message=message, action=ACTION)
 
 
 def _apply(ctx: Context, tree: Tree, plan: PushPlan) -> None:
@@ -484,11 +487,17 @@ def _apply(ctx: Context, tree: Tree, plan: PushPlan) -> None:
             except TidemillError as exc:
                 raise _named(exc, folder_change.file) from None
     changed = {change.path for change in plan.items if change.change != "unchanged"}
+    files: dict[str, str] = {}
+    # What agents and flows name is checked once all of the push is written: its items
+    # arrive in an order that need not put a tool's flow before the agent naming it.
+    defer_checks(ctx)
     for item in _ordered([item for item in tree.items if item.path in changed]):
+        files[item.path] = _file(item)
         try:
             _apply_item(ctx, item, plan.message)
         except TidemillError as exc:
-            raise _named(exc, _file(item)) from None
+            raise _named(exc, files[item.path]) from None
+    run_deferred(ctx, on_error=lambda path, exc: _named(exc, files[path]))
 
 
 class _DryRun(Exception):

@@ -37,6 +37,7 @@ from tidemill.workspace._paths import ItemPath, check_name
 from tidemill.workspace._people import PeopleMethods
 from tidemill.workspace._references import Resolved, resolve_references
 from tidemill.workspace._session import Context
+from tidemill.workspace._sign_in import SignInMethods
 from tidemill.workspace._sync import SyncMethods
 
 __all__ = ["AsyncWorkspace", "RunPlan"]
@@ -55,7 +56,7 @@ class RunPlan:
     included item's path and version. A run records it."""
 
 
-class AsyncWorkspace(ItemMethods, LinkingMethods, PeopleMethods, SyncMethods):
+class AsyncWorkspace(ItemMethods, LinkingMethods, PeopleMethods, SignInMethods, SyncMethods):
     """A workspace in a store, as one principal: see `Session` for the arguments.
 
     Every method is one transaction that asks the permission module first.
@@ -84,6 +85,24 @@ class AsyncWorkspace(ItemMethods, LinkingMethods, PeopleMethods, SyncMethods):
         )
         other._keyring = self._keyring
         other._ready = True
+        return other
+
+    def signed_in(self, user: str) -> AsyncWorkspace:
+        """The same workspace as `user`, whom a front door has just authenticated.
+
+        Nothing is asked here: it is what `AsyncWorkspace(store, user=user)`
+        gives, sharing this one's keys and schema check, and every operation
+        of it is asked as `user` (an unknown or disabled user may do nothing).
+        """
+        other = AsyncWorkspace(
+            self.store,
+            workspace=self.name,
+            user=check_name(user, what="user"),
+            create=False,
+            environ=self._environ,
+        )
+        other._keyring = self._keyring
+        other._ready = self._ready
         return other
 
     async def run_plan(self, path: str, *, draft: bool = False) -> RunPlan:

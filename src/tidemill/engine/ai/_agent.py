@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tidemill.agents import AgentRuntime, OutputSpec, UsageLimits
+from tidemill.engine._events import journal_events
 from tidemill.engine._journal import open_journal, thread_id
 from tidemill.engine._outcome import Outcome
 from tidemill.engine.ai._action import (
@@ -140,7 +141,7 @@ async def _tools(
         if spec.flow is not None or spec.agent is not None or spec.run == "child":
             tools.append(child_tool(spec, values, site))
         elif spec.mcp is not None:
-            tools.extend(await mcp_tools(spec, stack))
+            tools.extend(await mcp_tools(spec, stack, resolve=site.resolve, secrets=site.secrets))
         else:
             tools.append(pool_tool(spec, values, site))
     if agent.questions is not None:
@@ -168,7 +169,11 @@ async def _drive(
         hold=env.hold,
     )
     output = None if agent.output_schema is None else OutputSpec.of(agent.output_schema)
-    async with open_journal(env.store.url, env.journals, hold=env.hold) as checkpointer:
+    thread = thread_id(env.run.id, step.id)
+    record = journal_events(env.store, env.run, env.job, thread, env.secrets.mask_value)
+    async with open_journal(env.store.url, env.journals, hold=env.hold, on_append=record) as (
+        checkpointer
+    ):
         if agent.specialists:
             tools.append(
                 step_delegate(
@@ -177,7 +182,6 @@ async def _drive(
                     settings=step_settings(agent),
                 )
             )  # fmt: skip
-        thread = thread_id(env.run.id, step.id)
         model_for_runtime: Model = metered
         max_duration = agent.limits.max_duration
         if agent.limits.on_exceeded == "ask":

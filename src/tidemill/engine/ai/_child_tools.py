@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tidemill.engine.ai._child_runs import ChildRequest, child_run_id
-from tidemill.engine.ai._tools import SpecTool, ToolSite, bind_inputs, tool_schema
+from tidemill.engine.ai._tools import SpecTool, ToolSite, bind_inputs, tool_code, tool_schema
 from tidemill.errors import ConfigurationError, FlowInputError, ToolSuspended
 from tidemill.flows import AgentToolSpec, Flow
 from tidemill.store import FINISHED_RUN, RunRow, Tx
@@ -85,7 +85,7 @@ def script_flow(spec: AgentToolSpec, names: Iterable[str]) -> Flow:
         >>> step.id, step.kind, step.inputs["q"].expr
         ('lookup', 'script', 'flow_input["q"]')
     """
-    kind = {"code": spec.script} if spec.script is not None else {"function": spec.function}
+    kind = {"code": tool_code(spec)} if spec.script is not None else {"function": spec.function}
     inputs = {name: {"expr": f"flow_input[{json.dumps(name)}]"} for name in sorted(names)}
     return Flow.model_validate(
         {"name": spec.name, "steps": [{"id": spec.name, "script": kind, "inputs": inputs}]}

@@ -24,13 +24,32 @@ from typing import Any
 from tidemill.engine._step_env import Secrets, StepInfo, call_in_process
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 from tidemill.errors import ConfigurationError, ExpressionError, TidemillError
-from tidemill.flows import AgentToolSpec, compile_expression
+from tidemill.flows import AgentToolSpec, ToolScript, compile_expression
 from tidemill.flows._signature import function_source, signature_schema
 from tidemill.store import Store
 from tidemill.tools import Tool, ToolContext, ToolReturn
 from tidemill.workspace import has_references
 
-__all__ = ["SpecTool", "ToolSite", "bind_inputs", "pool_tool", "tool_schema"]
+__all__ = ["SpecTool", "ToolSite", "bind_inputs", "pool_tool", "tool_code", "tool_schema"]
+
+
+def tool_code(spec: AgentToolSpec) -> str:
+    """A `script` tool's Python: written inline, or read from the workspace when the run started.
+
+    Raises:
+        ConfigurationError: It names a workspace script that was not read
+            (the flow was not run from a workspace).
+    """
+    code = spec.code
+    if code is None:
+        where = spec.script.path if isinstance(spec.script, ToolScript) else None
+        raise ConfigurationError(
+            f"Tool {spec.name!r} names the workspace script {where}, which was not read.",
+            hint="Run the flow from the workspace (engine.submit_path, tidemill run "
+            "f/<folder>/<flow>), which reads the scripts its tools name as the run's identity.",
+            context={"tool": spec.name, "script": where},
+        )
+    return code
 
 
 def tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
@@ -48,7 +67,7 @@ def tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
         ({'order': {'type': 'string'}}, ['order'], 'Refund.')
     """
     if spec.script is not None:
-        found = signature_schema(spec.script, where=f"the script of tool {spec.name!r}")
+        found = signature_schema(tool_code(spec), where=f"the script of tool {spec.name!r}")
     else:
         assert spec.function is not None
         source, name = function_source(spec.function)
@@ -210,7 +229,7 @@ class _PoolTool(SpecTool):
                 site.on_call(spec.name, False)
             return bound
         call = ScriptCall(
-            code=spec.script,
+            code=None if spec.script is None else tool_code(spec),
             function=None if spec.script is not None else spec.function,
             args={**arguments, **bound},
             env=site.environment(context),

@@ -41,8 +41,13 @@ class Decisions(Progress):
         approvers: list[str],
         timeout: float | None,
         on_timeout: str,
+        allow_self_approval: bool = True,
     ) -> ApprovalRow:
-        """Park an approval step's job until a person decides (or the timeout passes)."""
+        """Park an approval step's job until a person decides (or the timeout passes).
+
+        `allow_self_approval=False` is kept in the approval's `details`: the
+        run's `run_as` user may then not decide it (`_check_pending`).
+        """
         run = self._fetch_locked(job.run_id)
         if run is None:
             raise RunNotFound(f"Run {job.run_id} is gone.")
@@ -51,6 +56,7 @@ class Decisions(Progress):
         approval = ApprovalRow(
             new_id(), run.id, run.root_id, job.id, job.step_id, message, approvers, on_timeout,
             "pending", self.now, None if timeout is None else self.now + timeout, None, None, None,
+            details=None if allow_self_approval else {"allow_self_approval": False},
         )  # fmt: skip
         self.tx.insert_approval(approval)
         return approval
@@ -172,6 +178,15 @@ class Decisions(Progress):
                 reason="actor",
                 hint="Decide as one of the approvers (--as NAME).",
             )
+        if (approval.details or {}).get("allow_self_approval") is False:
+            run = self.tx.run(approval.root_id)
+            if run is not None and run.run_as is not None and actor == run.run_as:
+                raise ApprovalDecisionError(
+                    f"{actor} started run {approval.root_id} and may not decide its approval "
+                    f"{approval_id}: the step {approval.step_id} forbids self-approval.",
+                    reason="self",
+                    hint="Ask another approver to decide it.",
+                )
 
     def reconcile(
         self,

@@ -102,6 +102,10 @@ class Progress:
                     run.id, step.id, 1, now=self.now, status="running",
                     worker=take.worker, lease=take.lease, lease_until=take.lease_until,
                 )  # fmt: skip
+                self.tx.add_event(
+                    run.id, "step_started", {"attempt": 1, "worker": take.worker}, now=self.now,
+                    root_id=run.root_id, job_id=job.id, step_id=step.id,
+                )  # fmt: skip
                 self.taken.append(job)
             else:
                 self.tx.insert_job(run.id, step.id, 1, now=self.now)

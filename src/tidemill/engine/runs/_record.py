@@ -70,9 +70,13 @@ class Recording(Progress):
         retry = step.retry
         if outcome.retryable and retry is not None and job.attempt <= retry.attempts:
             delay = retry.delay(job.attempt)
-            self.tx.insert_job(
+            again = self.tx.insert_job(
                 run.id, job.step_id, job.attempt + 1, now=self.now, run_at=self.now + delay
             )
+            self.tx.add_event(
+                run.id, "step_retrying", {"attempt": again.attempt, "run_at": again.run_at},
+                now=self.now, root_id=run.root_id, job_id=again.id, step_id=job.step_id,
+            )  # fmt: skip
             self._notify = True
             return
         self._fail_run(run, job.step_id, error)

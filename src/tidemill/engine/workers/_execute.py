@@ -108,7 +108,11 @@ async def execute(
         settings = step.approval
         assert settings is not None
         return ApprovalPlan(
-            settings.message, list(settings.approvers), settings.timeout, settings.on_timeout
+            settings.message,
+            list(settings.approvers),
+            settings.timeout,
+            settings.on_timeout,
+            allow_self_approval=settings.allow_self_approval,
         )
     try:
         return _plan(step, inputs, context)

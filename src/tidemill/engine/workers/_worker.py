@@ -403,6 +403,7 @@ class Worker:
                     approvers=action.approvers,
                     timeout=action.timeout,
                     on_timeout=action.on_timeout,
+                    allow_self_approval=action.allow_self_approval,
                 )
                 taken = []
             prepared = [

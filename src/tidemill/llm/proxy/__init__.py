@@ -35,10 +35,12 @@ except ImportError as exc:  # pragma: no cover - exercised with the extra uninst
         "starlette", extra="proxy", feature="The OpenAI-compatible proxy"
     ) from exc
 
+from tidemill.llm.proxy._access import AccessRecord, track
 from tidemill.llm.proxy._app import (
     DEFAULT_KEEPALIVE,
     DEFAULT_READ_TIMEOUT,
     MAX_BODY_BYTES,
+    Routing,
     create_app,
 )
 from tidemill.llm.proxy._chunks import DONE, ChunkEncoder, error_event
@@ -62,6 +64,7 @@ __all__ = [
     "KEEPALIVE",
     "MAX_BODY_BYTES",
     "MAX_MODEL_NAME",
+    "AccessRecord",
     "ChatCompletionRequest",
     "ChunkEncoder",
     "EventStreamResponse",
@@ -69,6 +72,7 @@ __all__ = [
     "InvalidRequest",
     "ModelRouter",
     "ProxyError",
+    "Routing",
     "UnknownModel",
     "check_fields",
     "completion_body",
@@ -77,5 +81,6 @@ __all__ = [
     "parse_chat_request",
     "parse_json",
     "proxy_error",
+    "track",
     "usage_body",
 ]

@@ -30,7 +30,14 @@ from tidemill.llm._pricing import price_usage
 from tidemill.llm.proxy._chunks import ChunkEncoder
 from tidemill.types import FinishReason, Usage
 
-__all__ = ["ACCESS_LOGGER", "AccessLog", "AccessRecord", "MeteredEncoder", "access_record"]
+__all__ = [
+    "ACCESS_LOGGER",
+    "AccessLog",
+    "AccessRecord",
+    "MeteredEncoder",
+    "access_record",
+    "track",
+]
 
 ACCESS_LOGGER = "tidemill.llm.proxy.access"
 """The logger the access lines go to."""
@@ -57,6 +64,19 @@ def access_record(scope: Scope) -> AccessRecord | None:
     """The record of the request in `scope`, when the access log is on."""
     record = scope.get(_SCOPE_KEY)
     return record if isinstance(record, AccessRecord) else None
+
+
+def track(scope: Scope) -> AccessRecord:
+    """The record of the request in `scope`, made now if it has none.
+
+    A wrapper that needs what the chat handler learns (its model and usage,
+    to meter a caller, say) calls it before passing the request on; the
+    access log then fills and writes the same record.
+    """
+    record = access_record(scope)
+    if record is None:
+        record = scope[_SCOPE_KEY] = AccessRecord()
+    return record
 
 
 class MeteredEncoder(ChunkEncoder):
@@ -100,8 +120,7 @@ class AccessLog:
         if scope["type"] != "http" or not _logger.isEnabledFor(logging.INFO):
             await self.app(scope, receive, send)  # no line to write: nothing to note
             return
-        record = AccessRecord()
-        scope[_SCOPE_KEY] = record
+        record = track(scope)
         status: int | None = None
         started = time.monotonic()
 

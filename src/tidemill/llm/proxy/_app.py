@@ -1,7 +1,8 @@
 """The ASGI app: OpenAI's Chat Completions and Models endpoints over any Tidemill model.
 
-Routes: `POST /v1/chat/completions` (streamed or not) and `GET /v1/models`
-(plus `GET /v1/models/{id}`), also without the `/v1` prefix for clients
+Routes: `POST /v1/chat/completions` (streamed or not), `GET /v1/models`
+(plus `GET /v1/models/{id}`) and, for Anthropic's clients, `POST /v1/messages`
+(text only, `_anthropic`), also without the `/v1` prefix for clients
 configured with a bare base URL, and `GET /health`. Every error, including
 unknown paths and methods, is answered in OpenAI's error shape.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import hmac
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ from tidemill.llm._json import dumps
 from tidemill.llm._pricing import load_prices
 from tidemill.llm._spec import parse_model_spec
 from tidemill.llm.proxy._access import AccessLog, MeteredEncoder, access_record
+from tidemill.llm.proxy._anthropic import MessagesEndpoint
 from tidemill.llm.proxy._disconnect import CancelOnDisconnect
 from tidemill.llm.proxy._errors import InvalidRequest, ProxyError, proxy_error
 from tidemill.llm.proxy._files import FilePolicy
@@ -58,13 +60,19 @@ from tidemill.llm.proxy._streaming import (
 )
 from tidemill.llm.proxy._wire import ModelCard, ModelList
 
-__all__ = ["DEFAULT_KEEPALIVE", "DEFAULT_READ_TIMEOUT", "MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_KEEPALIVE", "DEFAULT_READ_TIMEOUT", "MAX_BODY_BYTES", "Routing", "create_app"]
 
 DEFAULT_KEEPALIVE = 15.0
 """Seconds of upstream silence before a streamed answer gets a keep-alive comment."""
 
 DEFAULT_READ_TIMEOUT = 60.0
 """Seconds a client has to send its whole request body once its headers are in."""
+
+Routing = Callable[[Scope, "str | None"], Awaitable[ModelRouter]]
+"""Picks the router that serves one request: given its ASGI scope and the `model`
+it names (None for `/v1/models`), the `ModelRouter` to resolve it with. It may
+refuse the request by raising `ProxyError` (a 401, a 403, a 404), which is
+answered in OpenAI's error shape."""
 
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
@@ -82,6 +90,7 @@ def create_app(
     cors_origins: Sequence[str] = (),
     allow_file_prefixes: Sequence[str] = (),
     access_log: bool = True,
+    routing: Routing | None = None,
 ) -> Starlette:
     """Build the OpenAI-compatible proxy as an ASGI app.
 
@@ -104,6 +113,11 @@ def create_app(
             `gs://bucket/folder/`); none by default (`FilePolicy`).
         access_log: Write a line per request on the `tidemill.llm.proxy.access`
             logger, with the model, tokens, cost and latency.
+        routing: Picks the router of each request, for an app that serves
+            each caller models of its own (`tidemill.server` does); `router`
+            then serves only what `routing` does not replace, and is closed
+            with the app. The `routing` callable is called after `api_key` is
+            checked and, for a chat completion, once its body is read.
 
     Raises:
         ConfigurationError: For a keep-alive interval or read timeout that is
@@ -139,8 +153,12 @@ def create_app(
         limits=RequestLimits(max_body_bytes, max_messages, max_depth, max_values),
         read_timeout=read_timeout,
         files=FilePolicy(allow_file_prefixes),
+        routing=routing,
     )
-    models = _Models(router, api_key=api_key)
+    models = _Models(router, api_key=api_key, routing=routing)
+    messages = MessagesEndpoint(
+        router, api_key=api_key, max_body_bytes=max_body_bytes, routing=routing
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -154,6 +172,7 @@ def create_app(
     for prefix in ("/v1", ""):
         routes += [
             Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
+            Route(f"{prefix}/messages", messages.create, methods=["POST"]),
             Route(f"{prefix}/models", models.list, methods=["GET"]),
             Route(f"{prefix}/models/{{model_id:path}}", models.retrieve, methods=["GET"]),
         ]
@@ -265,8 +284,10 @@ class _ChatCompletions:
         limits: RequestLimits,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         files: FilePolicy | None = None,
+        routing: Routing | None = None,
     ) -> None:
         self.router = router
+        self.routing = routing
         self.keepalive = keepalive
         self.api_key = api_key
         self.limits = limits
@@ -276,6 +297,7 @@ class _ChatCompletions:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         record = access_record(scope)
+        router = self.router
         try:
             authorization, declared = _request_headers(scope)
             _check_key(self.api_key, authorization)
@@ -286,7 +308,9 @@ class _ChatCompletions:
             if record is not None:
                 record.model_name = parsed.model
             self.files.check(parsed.request.messages, payload)
-            model = self.router.resolve(parsed.model)
+            if self.routing is not None:
+                router = await self.routing(scope, parsed.model)
+            model = router.resolve(parsed.model)
             check_fields(parsed, model)
             if record is not None:
                 record.model = model
@@ -298,7 +322,7 @@ class _ChatCompletions:
                     created=now(),
                     include_usage=parsed.include_usage,
                 )
-                relay = self.router.relay(model)
+                relay = router.relay(model)
                 frames = (
                     relay.frames(parsed.request, encoder)
                     if relay is not None and relay.handles(parsed.request)
@@ -308,10 +332,10 @@ class _ChatCompletions:
                     frames,
                     preamble=encoder.start,
                     keepalive=self.keepalive,
-                    secrets=self.router.secrets(),
+                    secrets=router.secrets(),
                 )
         except Exception as exc:
-            await self._fail(send, exc)
+            await self._fail(send, exc, router)
             return
         if parsed.stream:
             await stream(scope, receive, send)
@@ -330,7 +354,7 @@ class _ChatCompletions:
             )
             body = dumps(answer).encode("utf-8")
         except Exception as exc:
-            await self._fail(send, exc)
+            await self._fail(send, exc, router)
             return
         await _send_json(send, body)
 
@@ -377,10 +401,13 @@ class _ChatCompletions:
             code="request_too_large",
         )
 
-    async def _fail(self, send: Send, exc: Exception) -> None:
+    async def _fail(self, send: Send, exc: Exception, router: ModelRouter) -> None:
         error = proxy_error(_as_request_error(exc))
-        log_failure(exc, error, self.router.secrets())
-        await error_response(send, error, self.router.secrets())
+        secrets = self.router.secrets()
+        if router is not self.router:  # a routed request: its own credentials first
+            secrets = (*router.secrets(), *secrets)
+        log_failure(exc, error, secrets)
+        await error_response(send, error, secrets)
 
 
 def _as_request_error(exc: Exception) -> Exception:
@@ -413,33 +440,42 @@ async def _send_json(send: Send, body: bytes, status: int = 200) -> None:
 class _Models:
     """`GET /models` and `GET /models/{id}`."""
 
-    def __init__(self, router: ModelRouter, *, api_key: str | None) -> None:
+    def __init__(
+        self, router: ModelRouter, *, api_key: str | None, routing: Routing | None = None
+    ) -> None:
         self.router = router
         self.api_key = api_key
+        self.routing = routing
+
+    async def _router(self, request: Request) -> ModelRouter:
+        _check_key(self.api_key, request.headers.get("authorization"))
+        if self.routing is None:
+            return self.router
+        return await self.routing(request.scope, None)
 
     async def list(self, request: Request) -> Response:
         try:
-            _check_key(self.api_key, request.headers.get("authorization"))
+            router = await self._router(request)
         except ProxyError as exc:
             return _error_json(exc, self.router)
         body: ModelList = {
             "object": "list",
-            "data": [self._card(name) for name in self.router.listed()],
+            "data": [self._card(router, name) for name in router.listed()],
         }
         return JSONResponse(body)
 
     async def retrieve(self, request: Request) -> Response:
         model_id = str(request.path_params["model_id"])
         try:
-            _check_key(self.api_key, request.headers.get("authorization"))
-            if model_id not in self.router.listed():
-                raise self.router.unknown(model_id, f"The model {model_id!r} is not listed.")
+            router = await self._router(request)
+            if model_id not in router.listed():
+                raise router.unknown(model_id, f"The model {model_id!r} is not listed.")
         except ProxyError as exc:
             return _error_json(exc, self.router)
-        return JSONResponse(self._card(model_id))
+        return JSONResponse(self._card(router, model_id))
 
-    def _card(self, name: str) -> ModelCard:
-        target = self.router.aliases.target(name) or name
+    def _card(self, router: ModelRouter, name: str) -> ModelCard:
+        target = router.aliases.target(name) or name
         if isinstance(target, str):
             try:
                 owner = parse_model_spec(target).provider

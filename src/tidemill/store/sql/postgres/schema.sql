@@ -236,3 +236,68 @@ CREATE TABLE tm_ws_audit (
     details   TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX tm_ws_audit_at ON tm_ws_audit (workspace, id);
+
+CREATE TABLE tm_ws_passwords (
+    workspace  TEXT NOT NULL,
+    user_name  TEXT NOT NULL,
+    hash       TEXT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (workspace, user_name)
+);
+
+CREATE TABLE tm_ws_tokens (
+    id           TEXT PRIMARY KEY,
+    workspace    TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    user_name    TEXT NOT NULL,
+    name         TEXT NOT NULL DEFAULT '',
+    hash         TEXT NOT NULL,
+    scopes       TEXT NOT NULL DEFAULT '[]',
+    csrf_hash    TEXT,
+    created_at   DOUBLE PRECISION NOT NULL,
+    expires_at   DOUBLE PRECISION,
+    last_used_at DOUBLE PRECISION,
+    revoked_at   DOUBLE PRECISION
+);
+CREATE INDEX tm_ws_tokens_user ON tm_ws_tokens (workspace, user_name, kind);
+
+CREATE TABLE tm_events (
+    id      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    root_id TEXT NOT NULL,
+    run_id  TEXT NOT NULL,
+    job_id  BIGINT,
+    step_id TEXT,
+    kind    TEXT NOT NULL,
+    data    TEXT NOT NULL DEFAULT '{}',
+    at      DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX tm_events_root ON tm_events (root_id, id);
+
+-- A top-level run's workspace, path and folder (`f/team`, `u/max`), read from its source
+-- (generated, never written): the server lists the runs a caller may see, page by page,
+-- one index walk per folder, path or user it may see.
+ALTER TABLE tm_runs ADD COLUMN workspace TEXT GENERATED ALWAYS AS ((source::jsonb) ->> 'workspace') STORED;
+ALTER TABLE tm_runs ADD COLUMN path TEXT GENERATED ALWAYS AS ((source::jsonb) ->> 'path') STORED;
+ALTER TABLE tm_runs ADD COLUMN folder TEXT GENERATED ALWAYS AS (split_part((source::jsonb) ->> 'path', '/', 1) || '/' || split_part((source::jsonb) ->> 'path', '/', 2)) STORED;
+CREATE INDEX tm_runs_path ON tm_runs (workspace, path, created_at) WHERE parent_id IS NULL;
+CREATE INDEX tm_runs_folder ON tm_runs (workspace, folder, created_at) WHERE parent_id IS NULL;
+CREATE INDEX tm_runs_run_as ON tm_runs (workspace, run_as, created_at) WHERE parent_id IS NULL;
+
+-- The proxy's calls (`/v1` of the server): who asked, with which token, for which
+-- provider resource, and what it cost. A sibling of tm_usage, which is a run's.
+CREATE TABLE tm_proxy_usage (
+    id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    workspace     TEXT NOT NULL,
+    user_name     TEXT NOT NULL,
+    token_id      TEXT,
+    model         TEXT NOT NULL,
+    resource      TEXT,
+    provider      TEXT,
+    status        INTEGER,
+    input_tokens  INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_usd      DOUBLE PRECISION,
+    latency_ms    DOUBLE PRECISION NOT NULL,
+    at            DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX tm_proxy_usage_user ON tm_proxy_usage (workspace, user_name, id);

@@ -1,0 +1,92 @@
+"""`tidemill server`: serve the HTTP API (and a worker) until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable
+
+from tidemill.cli._common import add_db_option, db_url, positive_int
+from tidemill.cli._worker import _port
+
+__all__ = ["register", "run"]
+
+_EPILOG = """\
+On first start of a new workspace, you (TIDEMILL_USER, else your login name)
+become its first admin; make a token with `tidemill ws tokens create NAME` and
+send it as `Authorization: Bearer <token>`, or set a password for the browser
+with `tidemill ws password`. The API's docs are at http://HOST:PORT/docs.
+
+examples:
+  tidemill server
+  tidemill server --db postgresql://tidemill@db:5432/tidemill --no-worker --host 0.0.0.0
+"""
+
+
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> Callable[[argparse.Namespace], int]:
+    """Add the `server` command; return the function that runs it."""
+    parser = subparsers.add_parser(
+        "server",
+        help="serve the HTTP API (and a worker) until stopped",
+        description="Serve the workspace and the engine over HTTP: a JSON API with an\n"
+        "OpenAPI document, sign-in and tokens, with a worker in the same process.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_option(parser)
+    parser.add_argument(
+        "--workspace", metavar="NAME", default="default",
+        help="the workspace to serve (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--host", default="127.0.0.1", metavar="HOST",
+        help="the address to listen on (default: %(default)s, this machine only)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--port", type=_port, default=8000, metavar="PORT",
+        help="the port to listen on (default: %(default)s; 0 picks a free one)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-worker", dest="worker", action="store_false",
+        help="run no worker here (`tidemill worker` processes execute the runs)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--concurrency", type=positive_int, default=4, metavar="N",
+        help="steps the in-process worker runs at once (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--secure-cookies", action="store_true",
+        help="mark the session cookie Secure (behind HTTPS)",
+    )  # fmt: skip
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM."""
+    from tidemill.server import ServerConfig, serve
+
+    config = ServerConfig(
+        db=db_url(args),
+        workspace=args.workspace,
+        worker=args.worker,
+        concurrency=args.concurrency,
+        secure_cookies=args.secure_cookies,
+    )
+
+    def ready(url: str, first_admin: str | None) -> None:
+        print(f"Tidemill server at {url} (API docs: {url}/docs); Ctrl-C stops it.", flush=True)
+        if first_admin is not None:
+            print(
+                f"New workspace {args.workspace!r}: {first_admin} is its first admin.\n"
+                f"  Make a token:   tidemill ws tokens create laptop --db {config.db}\n"
+                f"  Or a password:  tidemill ws password --db {config.db}",
+                flush=True,
+            )
+        if not args.worker:
+            print("No worker here: run `tidemill worker` on this store.", file=sys.stderr)
+
+    asyncio.run(serve(config, host=args.host, port=args.port, on_ready=ready))
+    return 0

@@ -1,0 +1,36 @@
+"""`ServerConfig`: what a server serves, and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tidemill.workspace import DEFAULT_WORKSPACE
+
+__all__ = ["ServerConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """A server's settings.
+
+    Args:
+        db: The store's URL (`sqlite:///...` or `postgresql://...`); None:
+            the embedded default, `.tidemill/tidemill.db`.
+        workspace: The workspace it serves.
+        worker: Run a worker in the server's process (the default); False
+            when `tidemill worker` processes execute the runs.
+        concurrency: The in-process worker's concurrent jobs.
+        secure_cookies: Mark the session cookie `Secure` (for a server behind HTTPS).
+        sign_in_attempts: Failed sign-ins allowed per user and address in `sign_in_window` s.
+        sign_in_window: The window of `sign_in_attempts`, in seconds.
+        migrate: Bring the store's schema up to date on start (None: for SQLite only).
+    """
+
+    db: str | None = None
+    workspace: str = DEFAULT_WORKSPACE
+    worker: bool = True
+    concurrency: int = 4
+    secure_cookies: bool = False
+    sign_in_attempts: int = 5
+    sign_in_window: float = 300.0
+    migrate: bool | None = None

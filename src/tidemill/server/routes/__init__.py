@@ -1,0 +1,31 @@
+"""The server's routes, one module per area; `ROUTERS` lists them in the order they are mounted."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from tidemill.server.routes import (
+    _approvals,
+    _auth,
+    _drafts,
+    _events,
+    _items,
+    _items_sync,
+    _people,
+    _runs,
+    _system,
+)
+
+__all__ = ["ROUTERS"]
+
+ROUTERS: tuple[APIRouter, ...] = (
+    _system.router,
+    _auth.router,
+    _items.router,
+    _drafts.router,
+    _items_sync.router,
+    _people.router,
+    _runs.router,
+    _events.router,
+    _approvals.router,
+)

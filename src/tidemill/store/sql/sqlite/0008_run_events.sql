@@ -1,0 +1,14 @@
+-- A run's events, in order: what its steps, logs, model turns, tool calls and waits did,
+-- written in the transaction of the change each describes (for live runs over SSE).
+CREATE TABLE tm_events (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    root_id TEXT NOT NULL,
+    run_id  TEXT NOT NULL,
+    job_id  INTEGER,
+    step_id TEXT,
+    kind    TEXT NOT NULL,
+    data    TEXT NOT NULL DEFAULT '{}',
+    at      REAL NOT NULL
+);
+CREATE INDEX tm_events_root ON tm_events (root_id, id)
+;
