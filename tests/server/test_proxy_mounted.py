@@ -292,3 +292,53 @@ def test_names_that_are_no_usable_resource_are_client_errors(served: Live, name:
         )
     assert answer.status_code in (400, 404), answer.text
     assert answer.json()["error"]["message"]
+
+
+# A provider type whose key may be left out, the model it serves, and the server's
+# environment variables that hold the operator's credentials for it.
+OWN_URL_CASES = [
+    ("bedrock", "us.amazon.nova-micro-v1:0", {"region": "us-east-1"},
+     {"AWS_BEARER_TOKEN_BEDROCK": "operator-bedrock-key"}),
+    ("vertex", "gemini-2.0-flash", {"project": "acme", "region": "us-east5"},
+     {"GOOGLE_OAUTH_ACCESS_TOKEN": "ya29.operator-token"}),
+    ("azure", "gpt-4o", {}, {"AZURE_OPENAI_API_KEY": "operator-azure-key"}),
+    ("openai_compatible", "llama3", {}, {"OPENAI_COMPATIBLE_API_KEY": "operator-compat-key"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "model", "fields", "env"), OWN_URL_CASES)
+def test_a_resource_naming_its_own_url_gets_no_key_of_the_server(
+    live: Live,
+    upstream: ReplayServer,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    model: str,
+    fields: dict[str, str],
+    env: dict[str, str],
+) -> None:
+    # The server's environment holds the operator's credentials; max points a
+    # resource of his own at a server he controls and leaves its key out.
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    live.ws.acting_as("max").write(
+        "u/max/collector",
+        "resource",
+        {"base_url": f"{upstream.url}/v1", **fields},
+        resource_type=kind,
+    )
+    upstream.replies.append(text_reply())
+    call = {"model": f"u/max/collector:{model}", "messages": [{"role": "user", "content": "Hi"}]}
+    client = sdk(live, live.token("max", "proxy:write"))
+    if kind == "openai_compatible":  # its key is optional: the call goes out without one
+        client.chat.completions.create(**call)
+        (seen,) = upstream.seen
+        assert "authorization" not in seen.headers
+    else:
+        with pytest.raises(openai.APIStatusError) as refused:
+            client.chat.completions.create(**call)
+        assert 400 <= refused.value.status_code < 500, refused.value.message
+        assert not any(secret in refused.value.message for secret in env.values())
+        assert upstream.seen == []
+    for seen in upstream.seen:  # a keyless call may go out, but never with the operator's key
+        sent = json.dumps(dict(seen.headers)) + json.dumps(seen.body)
+        assert not any(secret in sent for secret in env.values()), sent

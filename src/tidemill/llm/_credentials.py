@@ -9,13 +9,16 @@ and defaults for one provider.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError
 
-__all__ = ["CredentialSource", "Credentials"]
+__all__ = ["CredentialSource", "Credentials", "trusts_url"]
+
+_log = logging.getLogger("tidemill.llm")
 
 # Header names whose values are secrets: they are hidden in reprs and scrubbed from errors.
 _SECRET_HEADER_WORDS = ("authorization", "key", "token", "secret", "cookie", "signature")
@@ -108,7 +111,9 @@ class CredentialSource:
         """Combine arguments, `credentials`, environment variables and defaults.
 
         An argument beats the same field of `credentials`, which beats the
-        environment, which beats the default.
+        environment, which beats the default. The environment's API key is
+        sent only to the environment's base URL or the default one
+        (`trusts_url`): another URL needs its key passed with it.
 
         Raises:
             ConfigurationError: When no API key is found but one is required,
@@ -122,21 +127,42 @@ class CredentialSource:
             Traceback (most recent call last):
             ...
             tidemill.errors.MissingCredentialsError: No API key for the openai provider. ...
+            >>> source.resolve(base_url="https://collector.example/v1",
+            ...                environ={"OPENAI_API_KEY": "sk-x"})
+            Traceback (most recent call last):
+            ...
+            tidemill.errors.MissingCredentialsError: No API key for the openai provider at ...
         """
         env = os.environ if environ is None else environ
         base = credentials or Credentials()
-        merged_headers = {**base.headers, **(headers or {})}
+        env_url = _env(env, self.base_url_env)
+        url = base_url or base.base_url or env_url or self.default_base_url
+        key = api_key or base.api_key
+        env_key = None if key else _env(env, self.api_key_env)
+        withheld = env_key is not None and not trusts_url(url, env_url, self.default_base_url)
         resolved = replace(
             base,
-            api_key=api_key or base.api_key or _env(env, self.api_key_env),
-            base_url=base_url
-            or base.base_url
-            or _env(env, self.base_url_env)
-            or self.default_base_url,
+            api_key=key or (None if withheld else env_key),
+            base_url=url,
             organization=organization or base.organization or _env(env, self.organization_env),
             project=project or base.project or _env(env, self.project_env),
-            headers=merged_headers,
+            headers={**base.headers, **(headers or {})},
         )
+        if withheld and self.key_required:
+            raise MissingCredentialsError(
+                f"No API key for the {self.provider} provider at {url}: the "
+                f"{self.api_key_env} environment variable is sent only to "
+                f"{_trusted_words(self.base_url_env, self.default_base_url)}.",
+                hint=f"Pass api_key= for {url}, or set {self.base_url_env or 'its URL variable'} "
+                "to it to trust that URL with the environment's key.",
+                context={"provider": self.provider, "env": self.api_key_env, "base_url": url},
+            )
+        if withheld:
+            _log.warning(
+                "%s: not sending %s to %s, which is neither %s; calling it without a key",
+                self.provider, self.api_key_env, url,
+                _trusted_words(self.base_url_env, self.default_base_url),
+            )  # fmt: skip
         if not resolved.api_key and self.key_required:
             where = (
                 f"Set the {self.api_key_env} environment variable, or pass"
@@ -162,6 +188,31 @@ class CredentialSource:
         """What to tell a user whose key was refused."""
         where = f"the {self.api_key_env} variable or " if self.api_key_env else ""
         return f"Check the API key ({where}api_key=) and that it may use this model."
+
+
+def trusts_url(url: str | None, *trusted: str | None) -> bool:
+    """Whether a secret read from the environment may be sent to `url`.
+
+    A key in the environment belongs to the endpoint the environment (or the
+    provider's default) names: a `base_url` given in code, in a flow or in a
+    workspace resource is another endpoint, and gets the key only when it is
+    passed with it. Otherwise anyone who may set a base URL could collect
+    the operator's keys. URLs compare without a trailing slash.
+
+    Examples:
+        >>> trusts_url("https://api.openai.com/v1/", None, "https://api.openai.com/v1")
+        True
+        >>> trusts_url("https://collector.example/v1", None, "https://api.openai.com/v1")
+        False
+    """
+    wanted = (url or "").rstrip("/")
+    return any(wanted == (t or "").rstrip("/") for t in trusted if t)
+
+
+def _trusted_words(url_env: str | None, default: str | None) -> str:
+    if url_env and default:
+        return f"{default} or to ${url_env}"
+    return default or f"${url_env}"
 
 
 def _env(environ: Mapping[str, str], name: str | None) -> str | None:

@@ -197,10 +197,11 @@ def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     isolate_aws(monkeypatch, tmp_path)
 
 
-def bedrock_router(server: ReplayServer) -> ModelRouter:
+def bedrock_router(server: ReplayServer, monkeypatch: pytest.MonkeyPatch) -> ModelRouter:
+    # The environment's AWS credentials go only to an endpoint the environment names.
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
     return ModelRouter(
-        aliases={"echo": "fake"},
-        provider_options={"bedrock": {"base_url": server.url, "region": "us-east-1"}},
+        aliases={"echo": "fake"}, provider_options={"bedrock": {"region": "us-east-1"}}
     )
 
 
@@ -212,7 +213,7 @@ async def test_a_slow_credential_lookup_does_not_stall_other_requests(
     monkeypatch.setattr(_aws, "_botocore_credentials", chain)
     for _ in range(3):
         server.replies.append(Reply(json.dumps(CONVERSE).encode(), content_type="application/json"))
-    with serve(create_app(bedrock_router(server))) as proxy:
+    with serve(create_app(bedrock_router(server, monkeypatch))) as proxy:
         client = openai.AsyncOpenAI(base_url=f"{proxy}/v1", api_key="unused", max_retries=0)
         model = "bedrock:us.amazon.nova-micro-v1:0"
         calls = [
@@ -245,7 +246,7 @@ def test_a_failed_credential_lookup_is_asked_once_and_never_a_500(
 
     monkeypatch.setattr(_aws, "_botocore_credentials", counted)
     statuses = []
-    with serve(create_app(bedrock_router(server))) as proxy:
+    with serve(create_app(bedrock_router(server, monkeypatch))) as proxy:
         client = sdk(proxy)
         for _ in range(4):
             with pytest.raises(openai.APIStatusError) as caught:
@@ -266,7 +267,7 @@ def test_bedrock_without_a_model_is_refused_not_sent(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
     with (
-        serve(create_app(bedrock_router(server))) as proxy,
+        serve(create_app(bedrock_router(server, monkeypatch))) as proxy,
         pytest.raises(openai.APIStatusError) as caught,
     ):
         sdk(proxy).chat.completions.create(model=name, messages=HELLO)

@@ -45,7 +45,7 @@ from urllib.parse import quote
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError, MissingDependencyError
 from tidemill.llm._adapter import HttpCall
-from tidemill.llm._credentials import Credentials
+from tidemill.llm._credentials import Credentials, trusts_url
 from tidemill.llm._json import dumps
 from tidemill.llm.http._sigv4 import AwsKeys, sign_v4
 
@@ -326,6 +326,10 @@ def resolve_bedrock_access(
     """
     env = os.environ if environ is None else environ
     base = credentials or Credentials()
+    given_keys = bool(
+        access_key_id or secret_access_key or api_key or base.aws_access_key_id
+        or base.aws_secret_access_key or base.api_key
+    )  # fmt: skip
     auth, session = _auth(
         base,
         access_key_id=access_key_id or base.aws_access_key_id,
@@ -348,12 +352,17 @@ def resolve_bedrock_access(
             hint="Set AWS_REGION (or AWS_DEFAULT_REGION), or pass region='us-east-1'.",
             context={"provider": "bedrock", "env": "AWS_REGION"},
         )
-    host = (
-        base_url
-        or base.base_url
-        or _env(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
-        or f"https://bedrock-runtime.{found_region}.amazonaws.com"
-    )
+    env_host = _env(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+    aws_host = f"https://bedrock-runtime.{found_region}.amazonaws.com"
+    host = base_url or base.base_url or env_host or aws_host
+    if not given_keys and profile is None and not trusts_url(host, env_host, aws_host):
+        raise MissingCredentialsError(
+            f"No AWS credentials for the bedrock endpoint {host}: the environment's "
+            f"credentials are sent only to {aws_host} or $AWS_ENDPOINT_URL_BEDROCK_RUNTIME.",
+            hint="Pass access_key_id= and secret_access_key= (or api_key=) for that endpoint, "
+            "or set AWS_ENDPOINT_URL_BEDROCK_RUNTIME to it to trust it with them.",
+            context={"provider": "bedrock", "base_url": host},
+        )
     keys = auth.current() if isinstance(auth, StaticKeys) else None  # botocore's: on first use
     resolved = Credentials(
         api_key=auth.token if isinstance(auth, BearerToken) else None,

@@ -23,7 +23,7 @@ from tidemill.errors import (
     ProviderError,
 )
 from tidemill.llm._adapter import HttpModel
-from tidemill.llm._credentials import Credentials
+from tidemill.llm._credentials import Credentials, trusts_url
 from tidemill.llm._failures import retyped
 from tidemill.llm._model import ModelRequest, ModelStreamEvent
 from tidemill.types import ModelResponse
@@ -113,7 +113,10 @@ class VertexSource:
             or _env(env, "CLOUD_ML_REGION")
             or self.default_location
         )
-        token = access_token or base.api_key or _env(env, "GOOGLE_OAUTH_ACCESS_TOKEN")
+        host = base_url or base.base_url or vertex_host(location)
+        token = access_token or base.api_key
+        if not token and trusts_url(host, vertex_host(location)):
+            token = _env(env, "GOOGLE_OAUTH_ACCESS_TOKEN")  # only for Google's own host
         if not project:
             raise MissingCredentialsError(
                 f"No Google Cloud project for the {self.provider} provider.",
@@ -124,10 +127,10 @@ class VertexSource:
             raise MissingCredentialsError(
                 f"No access token for the {self.provider} provider.",
                 hint="Set GOOGLE_OAUTH_ACCESS_TOKEN (e.g. to `gcloud auth print-access-token`), "
-                "or pass access_token=.",
+                "or pass access_token=. The variable is sent only to Google's own host, "
+                f"{vertex_host(location)}; another base_url needs access_token= with it.",
                 context={"provider": self.provider, "env": "GOOGLE_OAUTH_ACCESS_TOKEN"},
             )
-        host = base_url or base.base_url or vertex_host(location)
         return replace(
             base,
             api_key=token,

@@ -28,7 +28,7 @@ from pydantic import JsonValue
 
 from tidemill.errors import MissingCredentialsError
 from tidemill.llm._adapter import HttpCall
-from tidemill.llm._credentials import Credentials, CredentialSource
+from tidemill.llm._credentials import Credentials, CredentialSource, trusts_url
 from tidemill.llm._failures import ErrorReporter
 from tidemill.llm._json import JsonObject
 from tidemill.llm._model import ForcedTool, ModelRequest, ModelSettings, ToolChoice
@@ -105,16 +105,21 @@ def resolve_gemini_credentials(
     Raises:
         ConfigurationError: `MissingCredentialsError` without an API key.
     """
-    key = (
-        api_key
-        or (credentials.api_key if credentials else None)
-        or os.environ.get("GEMINI_API_KEY", "").strip()
-        or os.environ.get("GOOGLE_API_KEY", "").strip()
-    )
+    key = api_key or (credentials.api_key if credentials else None)
+    url = base_url or (credentials.base_url if credentials else None)
+    env_url = os.environ.get("GEMINI_BASE_URL", "").strip() or None
+    if not key and (url is None or trusts_url(url, env_url, GEMINI_SOURCE.default_base_url)):
+        # The environment's key goes only to Google's API or GEMINI_BASE_URL.
+        key = (
+            os.environ.get("GEMINI_API_KEY", "").strip()
+            or os.environ.get("GOOGLE_API_KEY", "").strip()
+        )
     if not key:
+        where = f" at {url}" if url else ""
         raise MissingCredentialsError(
-            "No API key for the gemini provider.",
-            hint="Set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass api_key=.",
+            f"No API key for the gemini provider{where}.",
+            hint="Set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass api_key=; the variables "
+            "are sent only to Google's API or the URL GEMINI_BASE_URL names.",
             context={"provider": "gemini", "env": "GEMINI_API_KEY"},
         )
     return GEMINI_SOURCE.resolve(credentials, api_key=key, base_url=base_url, headers=headers)

@@ -18,7 +18,7 @@ from pydantic import JsonValue
 
 from tidemill.errors import ConfigurationError, MissingCredentialsError
 from tidemill.llm._adapter import HttpCall
-from tidemill.llm._credentials import Credentials, CredentialSource
+from tidemill.llm._credentials import Credentials, CredentialSource, trusts_url
 from tidemill.llm._model import ModelRequest, ModelSettings
 from tidemill.llm._retry import RetryPolicy
 from tidemill.llm.openai._chat import OpenAIChatModel
@@ -100,14 +100,18 @@ class AzureOpenAIModel(OpenAIChatModel):
                 "or pass base_url=.",
                 context={"provider": "azure", "env": "AZURE_OPENAI_ENDPOINT"},
             )
-        self.azure_ad_token = azure_ad_token or _env("AZURE_OPENAI_AD_TOKEN")
         key = api_key or (credentials.api_key if credentials else None)
-        key = key or _env("AZURE_OPENAI_API_KEY")
+        self.azure_ad_token = azure_ad_token
+        if not key and not azure_ad_token and trusts_url(endpoint, _env("AZURE_OPENAI_ENDPOINT")):
+            # The environment's secrets go only to the environment's endpoint.
+            self.azure_ad_token = _env("AZURE_OPENAI_AD_TOKEN")
+            key = _env("AZURE_OPENAI_API_KEY")
         if not key and not self.azure_ad_token:
             raise MissingCredentialsError(
-                "No API key for the azure provider.",
-                hint="Set AZURE_OPENAI_API_KEY (or AZURE_OPENAI_AD_TOKEN), "
-                "or pass api_key= (or azure_ad_token=).",
+                f"No API key for the azure provider at {endpoint}.",
+                hint="Pass api_key= (or azure_ad_token=); AZURE_OPENAI_API_KEY and "
+                "AZURE_OPENAI_AD_TOKEN are used only with the endpoint AZURE_OPENAI_ENDPOINT "
+                "names.",
                 context={"provider": "azure", "env": "AZURE_OPENAI_API_KEY"},
             )
         super().__init__(
