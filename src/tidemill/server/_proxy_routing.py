@@ -27,7 +27,14 @@ from typing import Any
 import httpx
 from starlette.types import Scope
 
-from tidemill.errors import ConfigurationError, ItemNotFound, PermissionDenied, TidemillError
+from tidemill.errors import (
+    ConfigurationError,
+    ItemNotFound,
+    MissingCredentialsError,
+    PermissionDenied,
+    TidemillError,
+)
+from tidemill.llm import resolve_model
 from tidemill.llm.proxy import (
     MAX_MODEL_NAME,
     AccessRecord,
@@ -153,12 +160,22 @@ class ProxyRouting:
                 code="proxy_misconfigured",
             ) from None
         caller.resource, caller.provider = path, kind.provider
-        return ModelRouter(
-            aliases={model: f"{kind.provider}:{model_id}"},
-            alias_options={model: credentials},
-            allow_unlisted=False,
-            http_client=self.http_client,
-        )
+        try:
+            built = resolve_model(
+                f"{kind.provider}:{model_id}", **credentials, http_client=self.http_client
+            )
+        except MissingCredentialsError as exc:  # e.g. its own base_url, and no key of its own
+            raise InvalidRequest(
+                f"{path} cannot be called: {exc.message} Give the resource a key of its own "
+                "(a $var: reference to a secret variable).",
+                param="model",
+                code="missing_credentials",
+            ) from None
+        except ConfigurationError as exc:  # a model id the provider cannot be asked for
+            raise InvalidRequest(
+                f"{model!r} cannot be called: {exc.message}", param="model"
+            ) from None
+        return ModelRouter(aliases={model: built}, allow_unlisted=False)
 
     async def _target(self, caller: ProxyCaller, model: str) -> tuple[str, str | None]:
         """The resource path and model id (None: the resource's default) `model` names."""
