@@ -77,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
     )
 
     def ready(url: str, first_admin: str | None) -> None:
-        print(f"Tidemill server at {url} (API docs: {url}/docs); Ctrl-C stops it.", flush=True)
+        print(
+            f"Tidemill server at {url} (web UI: {url}/, API docs: {url}/docs); Ctrl-C stops it.",
+            flush=True,
+        )
         if first_admin is not None:
             print(
                 f"New workspace {args.workspace!r}: {first_admin} is its first admin.\n"

@@ -16,6 +16,7 @@ from tidemill.server._errors import install_error_handlers
 from tidemill.server._proxy import mount_proxy
 from tidemill.server._security import SecurityHeaders, SignInLimiter
 from tidemill.server._state import ServerState
+from tidemill.server._ui import mount_ui
 from tidemill.server.routes import ROUTERS
 from tidemill.workspace import AsyncWorkspace, Authenticator, local_user
 
@@ -108,4 +109,6 @@ def create_app(
     for router in ROUTERS:
         app.include_router(router)
     mount_proxy(app)
+    if config.ui:
+        mount_ui(app, config.ui_dir)  # last: it answers every GET no API route took
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from tidemill.workspace import DEFAULT_WORKSPACE
 
@@ -24,6 +25,9 @@ class ServerConfig:
         sign_in_attempts: Failed sign-ins allowed per user and address in `sign_in_window` s.
         sign_in_window: The window of `sign_in_attempts`, in seconds.
         migrate: Bring the store's schema up to date on start (None: for SQLite only).
+        ui: Serve the web UI at the root (`/`, `/runs`, ...); False: the API only.
+        ui_dir: The UI's built bundle to serve (None: the one in the package,
+            which `make ui` builds in a checkout).
     """
 
     db: str | None = None
@@ -34,3 +38,5 @@ class ServerConfig:
     sign_in_attempts: int = 5
     sign_in_window: float = 300.0
     migrate: bool | None = None
+    ui: bool = True
+    ui_dir: Path | None = None

@@ -33,7 +33,11 @@ _DOCS_CSP = (
 
 
 class SecurityHeaders:
-    """ASGI middleware: every HTTP answer gets `SECURITY_HEADERS` and a content security policy."""
+    """ASGI middleware: every HTTP answer gets `SECURITY_HEADERS` and a content security policy.
+
+    A header the answer already has is kept: the UI's page (`_ui`) sets its
+    own policy, with its nonce, and its assets their own `Cache-Control`.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

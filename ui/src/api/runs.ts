@@ -1,0 +1,115 @@
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { api, unwrap } from './client'
+import type { Run, RunStatus } from './types'
+
+export const ACTIVE: ReadonlySet<string> = new Set(['queued', 'running', 'waiting'])
+
+export interface RunFilters {
+  status?: RunStatus
+  path?: string
+}
+
+const PAGE = 50
+
+/** The runs the caller sees, newest first, a keyset page at a time; refetched while some run is active. */
+export function useRunPages(filters: RunFilters) {
+  return useInfiniteQuery({
+    queryKey: ['runs', 'list', filters],
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET('/api/runs', {
+          params: { query: { ...filters, limit: PAGE, cursor: pageParam } },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+    refetchInterval: (query) => {
+      const pages = query.state.data?.pages ?? []
+      return pages.some((p) => p.runs.some((r) => ACTIVE.has(r.status))) ? 3000 : 15000
+    },
+  })
+}
+
+export function useRun(runId: string) {
+  return useQuery({
+    queryKey: ['runs', runId],
+    queryFn: () => unwrap(api.GET('/api/runs/{run_id}', { params: { path: { run_id: runId } } })),
+    refetchInterval: (query) => (query.state.data && ACTIVE.has(query.state.data.status) ? 5000 : false),
+  })
+}
+
+export function useJobs(runId: string, active: boolean) {
+  return useQuery({
+    queryKey: ['runs', runId, 'jobs'],
+    queryFn: () =>
+      unwrap(api.GET('/api/runs/{run_id}/jobs', { params: { path: { run_id: runId } } })),
+    refetchInterval: active ? 5000 : false,
+  })
+}
+
+export function useRunWaits(runId: string, active: boolean) {
+  return useQuery({
+    queryKey: ['runs', runId, 'waits'],
+    queryFn: () =>
+      unwrap(api.GET('/api/runs/{run_id}/waits', { params: { path: { run_id: runId } } })),
+    enabled: active,
+  })
+}
+
+export function useRunUsage(runId: string) {
+  return useQuery({
+    queryKey: ['runs', runId, 'usage'],
+    queryFn: () =>
+      unwrap(api.GET('/api/runs/{run_id}/usage', { params: { path: { run_id: runId } } })),
+  })
+}
+
+export function useTranscript(runId: string, stepId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: ['runs', runId, 'transcript', stepId],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/runs/{run_id}/steps/{step_id}/transcript', {
+          params: { path: { run_id: runId, step_id: stepId } },
+        }),
+      ),
+    enabled,
+  })
+}
+
+/** The flow document a run ran: the workspace item at its path and version. */
+export function useRunFlow(run: Run | undefined) {
+  const path = run?.path ?? null
+  const version = run?.version ?? null
+  return useQuery({
+    queryKey: ['items', path, 'version', version],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/items/{path}', {
+          params: { path: { path: path ?? '' }, query: version ? { version } : {} },
+        }),
+      ),
+    enabled: path !== null && !run?.draft,
+    retry: false,
+    staleTime: Infinity,
+  })
+}
+
+export function useRunActions(runId: string) {
+  const client = useQueryClient()
+  const refresh = (run: Run) => {
+    client.setQueryData(['runs', runId], run)
+    void client.invalidateQueries({ queryKey: ['runs'] })
+  }
+  const cancel = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/api/runs/{run_id}/cancel', { params: { path: { run_id: runId } } })),
+    onSuccess: refresh,
+  })
+  const retry = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/api/runs/{run_id}/retry', { params: { path: { run_id: runId } } })),
+    onSuccess: refresh,
+  })
+  return { cancel, retry }
+}

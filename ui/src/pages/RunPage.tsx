@@ -1,0 +1,157 @@
+import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router'
+import { useMemo } from 'react'
+import { usePendingApprovals } from '../api/approvals'
+import { useRunEvents } from '../api/events'
+import { ACTIVE, useJobs, useRun, useRunActions, useRunFlow, useRunUsage, useRunWaits } from '../api/runs'
+import type { Job } from '../api/types'
+import { ErrorBox } from '../components/ErrorBox'
+import { Json } from '../components/Json'
+import { RunDag } from '../components/RunDag'
+import { StatusBadge } from '../components/StatusBadge'
+import { StepDrawer } from '../components/StepDrawer'
+import { type FlowStep, flowSteps } from '../lib/flowSteps'
+import { elapsed, formatCost, formatDuration, formatTime } from '../lib/format'
+import { stepStates } from '../lib/stepStates'
+import { useNow } from '../lib/useNow'
+
+/** When the flow's document cannot be read: the steps that have jobs, in the order they started. */
+function stepsFromJobs(runId: string, jobs: readonly Job[]): FlowStep[] {
+  const seen = new Set<string>()
+  const steps: FlowStep[] = []
+  for (const job of jobs) {
+    if (job.run_id !== runId || seen.has(job.step_id)) continue
+    seen.add(job.step_id)
+    steps.push({ id: job.step_id, kind: 'step', summary: '', needs: [], inputs: {} })
+  }
+  return steps
+}
+
+export function RunPage() {
+  const { runId } = useParams({ from: '/authed/runs/$runId' })
+  const { step: selected } = useSearch({ from: '/authed/runs/$runId' })
+  const navigate = useNavigate({ from: '/runs/$runId' })
+  const run = useRun(runId)
+  const active = run.data ? ACTIVE.has(run.data.status) : true
+  const jobs = useJobs(runId, active)
+  const waits = useRunWaits(runId, active)
+  const usage = useRunUsage(runId)
+  const flow = useRunFlow(run.data)
+  const approvals = usePendingApprovals(runId, active)
+  const now = useNow(active)
+  const { events, live } = useRunEvents(runId, active)
+  const { cancel, retry } = useRunActions(runId)
+
+  const steps = useMemo(() => {
+    const fromFlow = flowSteps(flow.data?.value)
+    return fromFlow.length > 0 ? fromFlow : stepsFromJobs(runId, jobs.data ?? [])
+  }, [flow.data, jobs.data, runId])
+  const states = useMemo(() => stepStates(runId, jobs.data ?? [], now), [runId, jobs.data, now])
+  const cost = usage.data?.reduce<number | null>(
+    (sum, u) => (u.cost_usd == null ? sum : (sum ?? 0) + u.cost_usd),
+    null,
+  )
+
+  if (run.isPending) return <p className="muted">Loading the run…</p>
+  if (run.error) return <ErrorBox error={run.error} />
+  const r = run.data
+  const title = r.path ?? r.flow
+  const selectedStep = steps.find((s) => s.id === selected)
+  const select = (id: string | undefined) => void navigate({ search: { step: id }, replace: true })
+
+  return (
+    <section className="run-page">
+      <p className="crumbs">
+        <Link to="/runs" search={{}}>
+          Runs
+        </Link>{' '}
+        / {r.id}
+      </p>
+      <div className="page-head">
+        <h1>
+          Run of <span className="mono">{title}</span>
+        </h1>
+        <StatusBadge status={r.status} label="Run status" />
+        {live && <span className="live">live</span>}
+        <span className="spacer" />
+        {ACTIVE.has(r.status) && (
+          <button type="button" disabled={cancel.isPending} onClick={() => cancel.mutate()}>
+            Cancel
+          </button>
+        )}
+        {r.status === 'failed' && (
+          <button type="button" disabled={retry.isPending} onClick={() => retry.mutate()}>
+            Retry
+          </button>
+        )}
+      </div>
+      <ErrorBox error={cancel.error ?? retry.error} />
+      <dl className="facts">
+        <dt>Started by</dt>
+        <dd>{r.run_as ?? '—'}</dd>
+        <dt>Started at</dt>
+        <dd>{formatTime(r.created_at)}</dd>
+        <dt>Duration</dt>
+        <dd>{formatDuration(elapsed(r.created_at, r.finished_at, now))}</dd>
+        <dt>Version</dt>
+        <dd>{r.draft ? 'draft' : r.version != null ? `v${r.version}` : '—'}</dd>
+        <dt>Cost</dt>
+        <dd>{usage.data && usage.data.length > 0 ? formatCost(cost) : '—'}</dd>
+      </dl>
+      {(waits.data ?? []).some((w) => w.approval_id) && (
+        <p className="notice">
+          This run waits for a decision.{' '}
+          <Link to="/approvals" search={{ run: r.id }}>
+            Open its approvals
+          </Link>
+        </p>
+      )}
+      {r.error && (
+        <div className="error-box">
+          <strong>Failed{typeof r.error.step === 'string' ? ` at ${r.error.step}` : ''}: </strong>
+          {typeof r.error.message === 'string' ? r.error.message : <Json value={r.error} />}
+        </div>
+      )}
+      <ErrorBox error={jobs.error} />
+      <div className={`run-body${selectedStep ? ' with-drawer' : ''}`}>
+        {steps.length > 0 ? (
+          <RunDag
+            steps={steps}
+            states={states}
+            ended={!ACTIVE.has(r.status)}
+            selected={selected ?? null} onSelect={(id) => select(id === selected ? undefined : id)} />
+        ) : (
+          <p className="muted">No steps have started yet.</p>
+        )}
+        {selectedStep && (
+          <StepDrawer
+            runId={r.id}
+            step={selectedStep}
+            state={states.get(selectedStep.id)}
+            events={events}
+            waits={waits.data ?? []}
+            approvals={approvals.data ?? []}
+            onClose={() => select(undefined)}
+          />
+        )}
+      </div>
+      {ACTIVE.has(r.status) && (waits.data ?? []).length > 0 && (
+        <section>
+          <h2>What it waits for</h2>
+          <ul className="waits">
+            {waits.data!.map((w, i) => (
+              <li key={`${w.run_id}-${w.step ?? ''}-${i}`}>
+                <code>{w.kind}</code> {w.step && <span className="mono">{w.step}</span>}: {w.reason}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      {r.status === 'succeeded' && (
+        <section>
+          <h2>Result</h2>
+          <Json value={r.result} />
+        </section>
+      )}
+    </section>
+  )
+}

@@ -1,0 +1,133 @@
+/** The client routes (code-based TanStack Router); signed-out visitors go to /sign-in. */
+import type { QueryClient } from '@tanstack/react-query'
+import {
+  createRootRouteWithContext,
+  createRoute,
+  createRouter,
+  Outlet,
+  redirect,
+} from '@tanstack/react-router'
+import { fetchMe, meKey } from './api/auth'
+import type { RunStatus } from './api/types'
+import { Layout } from './components/Layout'
+import { ApprovalsPage } from './pages/ApprovalsPage'
+import { ItemPage } from './pages/ItemPage'
+import { NotFoundPage } from './pages/NotFoundPage'
+import { RunPage } from './pages/RunPage'
+import { RunsPage } from './pages/RunsPage'
+import { SignInPage } from './pages/SignInPage'
+import { WorkspacePage } from './pages/WorkspacePage'
+
+type Context = { queryClient: QueryClient }
+
+const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled']
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined
+}
+
+const rootRoute = createRootRouteWithContext<Context>()({
+  component: Layout,
+  notFoundComponent: NotFoundPage,
+})
+
+/** Routes below need a signed-in user. */
+const authed = createRoute({
+  getParentRoute: () => rootRoute,
+  id: 'authed',
+  beforeLoad: async ({ context, location }) => {
+    const me = await context.queryClient.ensureQueryData({ queryKey: meKey, queryFn: fetchMe })
+    if (!me) throw redirect({ to: '/sign-in', search: { redirect: location.href } })
+    return { me }
+  },
+})
+
+export const signInRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/sign-in',
+  validateSearch: (search: Record<string, unknown>): { redirect?: string } => ({ redirect: text(search.redirect) }),
+  component: SignInPage,
+})
+
+const indexRoute = createRoute({
+  getParentRoute: () => authed,
+  path: '/',
+  beforeLoad: () => {
+    throw redirect({ to: '/runs' })
+  },
+})
+
+export type RunsSearch = { status?: RunStatus; path?: string }
+
+export const runsRoute = createRoute({
+  getParentRoute: () => authed,
+  path: '/runs',
+  validateSearch: (search: Record<string, unknown>): RunsSearch => ({
+    status: RUN_STATUSES.find((s) => s === search.status),
+    path: text(search.path),
+  }),
+  component: RunsPage,
+})
+
+export const runRoute = createRoute({
+  getParentRoute: () => authed,
+  path: '/runs/$runId',
+  validateSearch: (search: Record<string, unknown>): { step?: string } => ({ step: text(search.step) }),
+  component: RunPage,
+})
+
+export const approvalsRoute = createRoute({
+  getParentRoute: () => authed,
+  path: '/approvals',
+  validateSearch: (search: Record<string, unknown>): { run?: string } => ({ run: text(search.run) }),
+  component: ApprovalsPage,
+})
+
+export const workspaceRoute = createRoute({
+  getParentRoute: () => authed,
+  path: '/workspace',
+  validateSearch: (search: Record<string, unknown>): { q?: string; prefix?: string } => ({
+    q: text(search.q),
+    prefix: text(search.prefix),
+  }),
+  component: Outlet,
+})
+
+/** `/workspace` itself: folders, items and search (an index route, so the item splat never takes it). */
+const workspaceIndexRoute = createRoute({
+  getParentRoute: () => workspaceRoute,
+  path: '/',
+  component: WorkspacePage,
+})
+
+/** `/workspace/<item path>`: one item. */
+export const itemRoute = createRoute({
+  getParentRoute: () => workspaceRoute,
+  path: '$',
+  validateSearch: (search: Record<string, unknown>): { version?: number } => {
+    const n = Number(search.version)
+    return { version: Number.isInteger(n) && n > 0 ? n : undefined }
+  },
+  component: ItemPage,
+})
+
+const routeTree = rootRoute.addChildren([
+  signInRoute,
+  authed.addChildren([
+    indexRoute,
+    runsRoute,
+    runRoute,
+    approvalsRoute,
+    workspaceRoute.addChildren([workspaceIndexRoute, itemRoute]),
+  ]),
+])
+
+export function makeRouter(queryClient: QueryClient) {
+  return createRouter({ routeTree, context: { queryClient }, defaultPreload: false })
+}
+
+declare module '@tanstack/react-router' {
+  interface Register {
+    router: ReturnType<typeof makeRouter>
+  }
+}
