@@ -248,9 +248,9 @@ def test_the_anthropic_sdk_calls_a_resource_through_the_messages_api(
             model=RESOURCE,
             max_tokens=64,
             messages=[{"role": "user", "content": "Hello"}],
-            tools=[{"name": "t", "input_schema": {"type": "object"}}],
+            thinking={"type": "enabled", "budget_tokens": 1024},
         )
-    assert "tools" in str(refused.value)
+    assert "thinking" in str(refused.value)
     bad = anthropic.Anthropic(api_key="tm_pat_nope_nope", base_url=served.url, max_retries=0)
     with pytest.raises(anthropic.AuthenticationError):
         bad.messages.create(

@@ -55,10 +55,11 @@ def test_a_stream_sends_anthropic_s_events_in_order() -> None:
 
 def test_what_it_does_not_translate_is_refused_in_anthropic_s_error_shape() -> None:
     with client("x") as proxy:
-        tools = proxy.post(
+        thinking = proxy.post(
             "/v1/messages",
-            json={"model": "echo", "max_tokens": 8, "messages": [HELLO], "tools": []},
-        )
+            json={"model": "echo", "max_tokens": 8, "messages": [HELLO],
+                  "thinking": {"type": "enabled", "budget_tokens": 1024}},
+        )  # fmt: skip
         image = proxy.post(
             "/v1/messages",
             json={"model": "echo", "max_tokens": 8,
@@ -68,9 +69,9 @@ def test_what_it_does_not_translate_is_refused_in_anthropic_s_error_shape() -> N
             "/v1/messages", json={"model": "nope", "max_tokens": 8, "messages": [HELLO]}
         )
         no_limit = proxy.post("/v1/messages", json={"model": "echo", "messages": [HELLO]})
-    assert tools.status_code == 400 and "'tools'" in tools.json()["error"]["message"]
-    assert tools.json()["type"] == "error"
-    assert tools.json()["error"]["type"] == "invalid_request_error"
+    assert thinking.status_code == 400 and "'thinking'" in thinking.json()["error"]["message"]
+    assert thinking.json()["type"] == "error"
+    assert thinking.json()["error"]["type"] == "invalid_request_error"
     assert image.status_code == 400 and "image" in image.json()["error"]["message"]
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
     assert no_limit.status_code == 400

@@ -2,7 +2,7 @@
 
 Routes: `POST /v1/chat/completions` (streamed or not), `GET /v1/models`
 (plus `GET /v1/models/{id}`) and, for Anthropic's clients, `POST /v1/messages`
-(text only, `_anthropic`), also without the `/v1` prefix for clients
+(with tools and images, `_anthropic`), also without the `/v1` prefix for clients
 configured with a bare base URL, and `GET /health`. Every error, including
 unknown paths and methods, is answered in OpenAI's error shape.
 
@@ -146,18 +146,25 @@ def create_app(
             hint="Pass read_timeout= in seconds, e.g. 60.",
         )
     router = router or ModelRouter()
+    limits = RequestLimits(max_body_bytes, max_messages, max_depth, max_values)
+    files = FilePolicy(allow_file_prefixes)
     chat = _ChatCompletions(
         router,
         keepalive=keepalive,
         api_key=api_key,
-        limits=RequestLimits(max_body_bytes, max_messages, max_depth, max_values),
+        limits=limits,
         read_timeout=read_timeout,
-        files=FilePolicy(allow_file_prefixes),
+        files=files,
         routing=routing,
     )
     models = _Models(router, api_key=api_key, routing=routing)
     messages = MessagesEndpoint(
-        router, api_key=api_key, max_body_bytes=max_body_bytes, routing=routing
+        router,
+        api_key=api_key,
+        max_body_bytes=max_body_bytes,
+        routing=routing,
+        limits=limits,
+        files=files,
     )
 
     @asynccontextmanager
