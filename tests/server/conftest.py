@@ -10,22 +10,25 @@ the workspace tests' permission matrix:
 - `f/team/script` (a script), `f/team/flow` (a flow running it), `u/max/notes`.
 
 Each principal has an unscoped token; `live.client(user)` is an httpx
-client sending it, and `live.anonymous()` one sending nothing.
+client sending it, and `live.anonymous()` one sending nothing. `serving`
+starts such a server with extra routers (a test's deliberately broken route).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
+from fastapi import APIRouter
 from tests.conftest import POSTGRES_ENV, drop_postgres_schema, unique_schema
 
 from tidemill.server import ServerConfig, create_app
@@ -36,7 +39,11 @@ FLOW = {
     "summary": "Greet someone",
     "inputs": {"type": "object", "properties": {"name": {"type": "string"}}},
     "steps": [
-        {"id": "greet", "script": {"path": "f/team/script"}, "inputs": {"name": "flow_input.name"}}
+        {
+            "id": "greet",
+            "script": {"path": "f/team/script"},
+            "inputs": {"name": {"expr": "flow_input.name"}},
+        }
     ],
 }
 PASSWORD = "correct horse battery"
@@ -133,9 +140,11 @@ def build_team(ws: Workspace) -> None:
     ws.acting_as("max").write("u/max/notes", "variable", "max's notes")
 
 
-@pytest.fixture
-def live(server_store: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
-    """A server on a workspace of its own, with the team, and a worker in its process."""
+@contextlib.contextmanager
+def serving(
+    server_store: str, monkeypatch: pytest.MonkeyPatch, *, routers: Sequence[APIRouter] = ()
+) -> Iterator[Live]:
+    """A server on a workspace of its own, with the team; `routers` are added to its app."""
     monkeypatch.setenv("TIDEMILL_USER", "ada")
     if not server_store.startswith("sqlite"):
         monkeypatch.setenv("TIDEMILL_MASTER_KEY", MasterKey.generate().encoded())
@@ -144,6 +153,8 @@ def live(server_store: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
     build_team(ws)
     tokens = {user: ws.acting_as(user).create_token("test").text for user in TEAM}
     app = create_app(ServerConfig(db=server_store, workspace=name, concurrency=2))
+    for router in routers:
+        app.include_router(router)
     thread = ServerThread(app)
     try:
         url = thread.start()
@@ -151,3 +162,10 @@ def live(server_store: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
     finally:
         thread.stop()
         ws.close()
+
+
+@pytest.fixture
+def live(server_store: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
+    """A server on a workspace of its own, with the team, and a worker in its process."""
+    with serving(server_store, monkeypatch) as running:
+        yield running

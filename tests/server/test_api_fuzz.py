@@ -3,7 +3,8 @@
 Every operation of `/openapi.json` is called with inputs generated from its
 schema, as ada (the admin, so that as much as possible gets past sign-in),
 and must never answer a server error. Generation is derandomized, so a run
-is repeatable.
+is repeatable. A test proves the harness reports a route that fails with an
+unhandled exception.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 import pytest
 import schemathesis
+from fastapi import APIRouter
 from hypothesis import HealthCheck, given, settings
-from tests.server.conftest import Live
+from tests.server.conftest import Live, serving
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -45,16 +47,44 @@ def fuzz(operation: Any, url: str, token: str, statuses: list[int], failures: li
     call()
 
 
-def test_no_operation_answers_a_server_error(live: Live) -> None:
+def fuzz_failures(live: Live, keep: str | None = None) -> tuple[list[str], list[int]]:
+    """Fuzz every operation of the served app (`keep`: only those of that path).
+
+    The 5xx answers as lines, and every status seen.
+    """
     schema = schemathesis.openapi.from_url(f"{live.url}/openapi.json")
     failures: list[str] = []
     statuses: list[int] = []
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) >= 5
+    if keep is not None:
+        operations = [op for op in operations if op.path == keep]
+    assert len(operations) >= (1 if keep else 5)
     for operation in operations:
         # A token per operation: fuzzing DELETE /api/auth/tokens/{id} may revoke one.
         fuzz(operation, live.url, live.token("ada"), statuses, failures)
+    assert len(statuses) >= len(operations)  # it did call the API
+    return failures, statuses
+
+
+def test_no_operation_answers_a_server_error(live: Live) -> None:
+    failures, statuses = fuzz_failures(live)
     assert not failures, "\n".join(failures[:20])
-    # It did call the API, and got past sign-in for most calls.
-    assert len(statuses) >= len(operations)
+    # It got past sign-in for most calls.
     assert sum(status != 401 for status in statuses) > len(statuses) // 2
+
+
+def test_the_fuzz_reports_a_route_that_fails(
+    server_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not server_store.startswith("sqlite"):
+        pytest.skip("the harness is the same on each backend")
+    rogue = APIRouter(prefix="/api/rogue")
+
+    @rogue.get("/boom/{n}")
+    async def boom(n: int) -> dict[str, int]:
+        raise RuntimeError(f"a bug of the server: {n}")
+
+    with serving(server_store, monkeypatch, routers=[rogue]) as served:
+        failures, statuses = fuzz_failures(served, keep="/api/rogue/boom/{n}")
+    assert failures and 500 in statuses, statuses
+    assert all(line.startswith("GET /api/rogue/boom/") for line in failures)

@@ -157,3 +157,57 @@ def test_decisions_of_the_wrong_kind_or_shape_are_4xx(live: Live) -> None:
         assert olga.get(base).json()["status"] == "pending"
     with live.anonymous() as anonymous:
         assert anonymous.get("/api/approvals").status_code == 401
+
+
+def test_a_group_approver_lets_its_members_decide_and_no_one_else(live: Live) -> None:
+    live.ws.add_group("deciders")
+    live.ws.set_member("deciders", "max")  # max does not see f/team's runs otherwise
+    live.ws.write("f/team/group-ship", "flow", approval_flow(approvers=["g/deciders"]))
+    with live.client("olga") as olga, live.client("vic") as vic, live.client("max") as max_:
+        run_id = start(olga, "f/team/group-ship")
+        approval = wait_for_approval(live, run_id)
+        assert approval["approvers"] == ["g/deciders"]
+        # A member lists and reads it, though the run is not his to see.
+        assert [a["id"] for a in pending(max_, run_id)] == [approval["id"]]
+        assert max_.get(f"/api/approvals/{approval['id']}").status_code == 200
+        # Who sees the run but is not a member may not decide it (olga: f/team's admin).
+        assert pending(olga, run_id) == [] and pending(vic, run_id) == []
+        for client in (olga, vic):
+            refused = client.post(f"/api/approvals/{approval['id']}/approve", json={})
+            assert refused.status_code == 403, refused.text
+            assert refused.json()["type"] == "PermissionDenied"
+            assert "g/deciders" in refused.json()["message"]
+        # The engine holds the CLI and Python to the same rule.
+        with Engine(live.db) as engine, pytest.raises(ApprovalDecisionError) as caught:
+            engine.approve(approval["id"], actor="olga")
+        assert caught.value.reason == "actor"
+        decided = max_.post(f"/api/approvals/{approval['id']}/approve", json={"comment": "go"})
+        assert decided.status_code == 200, decided.text
+        assert (decided.json()["status"], decided.json()["decided_by"]) == ("approved", "max")
+        assert finished(olga, run_id)["result"] == "shipped"
+
+
+def test_group_membership_is_read_when_deciding(live: Live) -> None:
+    live.ws.write("f/team/mixed", "flow", approval_flow(approvers=["ada", "g/readers"]))
+    with live.client("olga") as olga, live.client("vic") as vic:
+        run_id = start(olga, "f/team/mixed")
+        approval_id = wait_for_approval(live, run_id)["id"]
+        live.ws.set_member("readers", "vic", member=False)
+        live.ws.grant("f/team", "vic", "viewer")  # he still sees the run, as himself
+        assert pending(vic, run_id) == []
+        refused = vic.post(f"/api/approvals/{approval_id}/reject", json={})
+        assert refused.status_code == 403, refused.text
+        live.ws.set_member("readers", "vic")
+        assert [a["id"] for a in pending(vic, run_id)] == [approval_id]
+        rejected = vic.post(f"/api/approvals/{approval_id}/reject", json={"comment": "no"})
+        assert rejected.status_code == 200, rejected.text
+        assert rejected.json()["decided_by"] == "vic"
+        assert finished(olga, run_id)["status"] == "failed"
+    # A member decides from Python too (the engine reads the run's workspace's groups).
+    live.ws.write("f/team/mixed-2", "flow", approval_flow(approvers=["g/readers"]))
+    with live.client("olga") as olga:
+        run_id = start(olga, "f/team/mixed-2")
+        approval_id = wait_for_approval(live, run_id)["id"]
+        with Engine(live.db) as engine:
+            assert engine.approve(approval_id, actor="vic").decided_by == "vic"
+        assert finished(olga, run_id)["result"] == "shipped"

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 
-from tidemill.cli._common import add_db_option, db_url, positive_int
+from tidemill.cli._common import add_db_option, db_url, positive_float, positive_int
 from tidemill.cli._worker import _port
 
 __all__ = ["register", "run"]
@@ -58,6 +58,11 @@ def register(
         help="steps the in-process worker runs at once (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
+        "--lease", type=positive_float, default=30.0, metavar="S",
+        help="seconds the in-process worker's claim on a step lasts unless renewed; after a "
+        "crash the step is taken over once it runs out (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
         "--secure-cookies", action="store_true",
         help="mark the session cookie Secure (behind HTTPS)",
     )  # fmt: skip
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         workspace=args.workspace,
         worker=args.worker,
         concurrency=args.concurrency,
+        lease=args.lease,
         secure_cookies=args.secure_cookies,
     )
 

@@ -27,7 +27,8 @@ class Approval(StepKind):
     """How long to wait for a decision (seconds, or `30m`, `3d`); None waits forever."""
 
     approvers: list[str] = Field(default_factory=list)
-    """Who may decide; empty means anyone."""
+    """Who may decide: users, or `g/<group>` for every member of a workspace group; empty
+    means anyone."""
 
     on_timeout: Literal["reject", "approve"] = "reject"
     """The decision taken when the timeout passes."""

@@ -21,6 +21,9 @@ class ServerConfig:
         worker: Run a worker in the server's process (the default); False
             when `tidemill worker` processes execute the runs.
         concurrency: The in-process worker's concurrent jobs.
+        lease: Seconds the in-process worker's claim on a step lasts unless
+            renewed: after a crash, another worker (or this server, restarted)
+            takes the step over once it runs out.
         secure_cookies: Mark the session cookie `Secure` (for a server behind HTTPS).
         sign_in_attempts: Failed sign-ins allowed per user and address in `sign_in_window` s.
         sign_in_window: The window of `sign_in_attempts`, in seconds.
@@ -34,6 +37,7 @@ class ServerConfig:
     workspace: str = DEFAULT_WORKSPACE
     worker: bool = True
     concurrency: int = 4
+    lease: float = 30.0
     secure_cookies: bool = False
     sign_in_attempts: int = 5
     sign_in_window: float = 300.0

@@ -5,8 +5,9 @@ for its pending tool calls, questions, budgets and reconciliations
 (`park_for_tool_calls`). A decision (`decide`, `reconcile`, `answer`,
 `extend`) or a timeout (`expire_approvals`) moves the run on: the approval
 step succeeds or fails, the agent step is queued again once none of its
-requests is pending. What a decision on an agent's request must match in
-its journal is checked by the agent host (`tidemill.engine.ai`).
+requests is pending. An approver is a user, or `g/<group>` for the members of
+that group in the run's workspace. What a decision on an agent's request
+must match in its journal is checked by the agent host (`tidemill.engine.ai`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from tidemill.engine.ai._reconcile import check_reconcile
 from tidemill.engine.runs._progress import Progress, lease_lost
 from tidemill.errors import ApprovalDecisionError, LeaseLost, RunNotFound
 from tidemill.store import ApprovalRow, JobRow, Tx
-from tidemill.workspace import record_audit
+from tidemill.workspace import DEFAULT_WORKSPACE, record_audit
+from tidemill.workspace._queries import Queries
 
 if TYPE_CHECKING:
     from tidemill.engine.ai._pause import AgentPause
@@ -171,7 +173,7 @@ class Decisions(Progress):
                 f"({approval.on_timeout}).",
                 reason="expired",
             )
-        if approval.approvers and actor not in approval.approvers:
+        if approval.approvers and not self._is_approver(approval, actor):
             raise ApprovalDecisionError(
                 f"{actor or 'An anonymous actor'} may not decide approval {approval_id}; "
                 f"its approvers are {', '.join(approval.approvers)}.",
@@ -187,6 +189,24 @@ class Decisions(Progress):
                     reason="self",
                     hint="Ask another approver to decide it.",
                 )
+
+    def _is_approver(self, approval: ApprovalRow, actor: str | None) -> bool:
+        """Whether `actor` is named in the approvers, or is a member of a `g/<group>` there.
+
+        Groups are those of the workspace the run ran from (the default one for
+        a run with no workspace); a disabled user is a member of none.
+        """
+        if actor is None:
+            return False
+        if actor in approval.approvers:
+            return True
+        groups = {name[2:] for name in approval.approvers if name.startswith("g/")}
+        if not groups:
+            return False
+        run = self.tx.run(approval.root_id)
+        workspace = str(((run.source if run else None) or {}).get("workspace") or DEFAULT_WORKSPACE)
+        principal = Queries(self.tx, workspace).principal(actor)
+        return principal is not None and not principal.disabled and bool(groups & principal.groups)
 
     def reconcile(
         self,

@@ -375,7 +375,8 @@ class Worker:
             action = await running
         if isinstance(action, Outcome) and self._ends_run_alone(run, step, action):
             return await self._end_run(job, action.result)
-        take = Take(self.id, None, 1, self.run_id, lease=self.lease)
+        # A stopping worker starts nothing more, not even the next step of this run.
+        take = None if self._stopping else Take(self.id, None, 1, self.run_id, lease=self.lease)
 
         def record(tx: Tx) -> tuple[list[tuple[JobRow, Prepared]], bool, bool]:
             change = Transition(tx, self.defs, time.time(), take)

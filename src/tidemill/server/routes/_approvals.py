@@ -5,13 +5,13 @@ An approval step is approved or rejected; an agent's tool call is approved
 is answered; a budget is extended or stopped; a tool call cut short by a
 crash is reconciled. The decider is always the signed-in caller, whom the
 wait must allow (`tidemill.server._run_access`); the engine checks again.
+An approver `g/<group>` allows every member of the group.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query
@@ -53,7 +53,8 @@ class ApprovalOut(BaseModel):
     """Who the run runs as (who started it)."""
     message: str
     approvers: list[str]
-    """Who may decide it; empty: whoever may see the run."""
+    """Who may decide it: users, and `g/<group>` for a group's members; empty: whoever may see
+    the run."""
     allow_self_approval: bool
     """False: `run_as` may not decide it."""
     status: str
@@ -115,35 +116,42 @@ class ReconcileIn(BaseModel):
     """For a call that happened: its result, as the model is told (default: it completed)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Decision:
-    """A wait the caller may decide, and how to answer once it is decided."""
+def _naming(access: RunAccess, row: ApprovalRow) -> ApprovalRow:
+    """`row` as the permission checks see it, with the caller named in a group's stead.
 
-    access: RunAccess
-    run: RunRow
+    The caller is named when a `g/<group>` of its approvers is one of the
+    caller's groups in the served workspace.
+    """
+    groups = access.rules.principal.groups
+    if access.user in row.approvers or not any(
+        name.startswith("g/") and name[2:] in groups for name in row.approvers
+    ):
+        return row
+    return dataclasses.replace(row, approvers=[*row.approvers, access.user])
 
-    def answer(self, row: ApprovalRow) -> ApprovalOut:
-        return ApprovalOut.of(row, self.run, self.access.workspace)
 
+async def _decide(
+    who: Caller,
+    state: ServerState,
+    approval_id: str,
+    decide: Callable[[str | None], Awaitable[ApprovalRow]],
+) -> ApprovalOut:
+    """Decide a wait as the caller, once it may (else 404 or 403), and answer the decided wait.
 
-async def _decidable(who: Caller, state: ServerState, approval_id: str) -> _Decision:
-    """Check the caller may decide the wait (else 404 or 403)."""
+    `decide(actor)` asks the engine, which checks the wait again: who may
+    decide is a permission (403); the engine's other refusals stay 409s.
+    """
     who.require("approvals", "write")
     access = await RunAccess.of(who)
     approval, run = await approval_with_run(state.engine, approval_id)
-    access.check_decide(approval, run.run_as, run.source)
-    return _Decision(access, run)
-
-
-@contextlib.contextmanager
-def _deciding() -> Iterator[None]:
-    """Who may decide is a permission (403); the engine's other refusals stay 409s."""
+    access.check_decide(_naming(access, approval), run.run_as, run.source)
     try:
-        yield
+        row = await decide(who.user)
     except ApprovalDecisionError as exc:
         if exc.reason in ("actor", "self"):
             raise PermissionDenied(exc.message, hint=exc.hint, context=exc.context) from exc
         raise
+    return ApprovalOut.of(row, run, access.workspace)
 
 
 @router.get("", response_model=list[ApprovalOut])
@@ -167,7 +175,7 @@ async def list_approvals(
     found = [
         ApprovalOut.of(row, run, access.workspace)
         for row, run in rows
-        if access.may_list(row, run.run_as, run.source)
+        if access.may_list(_naming(access, row), run.run_as, run.source)
     ]
     return found[:limit]
 
@@ -178,7 +186,7 @@ async def show_approval(approval_id: ApprovalId, who: SignedIn, state: State) ->
     who.require("approvals", "read")
     access = await RunAccess.of(who)
     row, run = await approval_with_run(state.engine, approval_id)
-    if who.user not in row.approvers:
+    if access.user not in _naming(access, row).approvers:
         access.check_see(row.root_id, run.run_as, run.source)
     return ApprovalOut.of(row, run, access.workspace)
 
@@ -188,13 +196,12 @@ async def approve(
     approval_id: ApprovalId, body: ApproveIn, who: SignedIn, state: State
 ) -> ApprovalOut:
     """Approve: the approval step succeeds (or the agent's tool call runs) and the run goes on."""
-    decision = await _decidable(who, state, approval_id)
-    with _deciding():
-        row = await state.engine.approve(
-            approval_id, actor=who.user, comment=body.comment,
-            edited_arguments=body.edited_arguments,
-        )  # fmt: skip
-    return decision.answer(row)
+    return await _decide(
+        who, state, approval_id,
+        lambda actor: state.engine.approve(
+            approval_id, actor=actor, comment=body.comment, edited_arguments=body.edited_arguments
+        ),
+    )  # fmt: skip
 
 
 @router.post("/{approval_id}/reject", response_model=ApprovalOut)
@@ -202,10 +209,10 @@ async def reject(
     approval_id: ApprovalId, body: RejectIn, who: SignedIn, state: State
 ) -> ApprovalOut:
     """Reject: the approval step fails with its run (an agent is told, and goes on)."""
-    decision = await _decidable(who, state, approval_id)
-    with _deciding():
-        row = await state.engine.reject(approval_id, actor=who.user, comment=body.comment)
-    return decision.answer(row)
+    return await _decide(
+        who, state, approval_id,
+        lambda actor: state.engine.reject(approval_id, actor=actor, comment=body.comment),
+    )  # fmt: skip
 
 
 @router.post("/{approval_id}/answer", response_model=ApprovalOut)
@@ -213,10 +220,10 @@ async def answer(
     approval_id: ApprovalId, body: AnswerIn, who: SignedIn, state: State
 ) -> ApprovalOut:
     """Answer an agent's question (kind `question`); the agent goes on with the answer."""
-    decision = await _decidable(who, state, approval_id)
-    with _deciding():
-        row = await state.engine.answer(approval_id, body.text, actor=who.user)
-    return decision.answer(row)
+    return await _decide(
+        who, state, approval_id,
+        lambda actor: state.engine.answer(approval_id, body.text, actor=actor),
+    )  # fmt: skip
 
 
 @router.post("/{approval_id}/extend", response_model=ApprovalOut)
@@ -224,10 +231,10 @@ async def extend(
     approval_id: ApprovalId, body: ExtendIn, who: SignedIn, state: State
 ) -> ApprovalOut:
     """Decide a budget (kind `budget`): raise its limit to `new_limit`, or stop with null."""
-    decision = await _decidable(who, state, approval_id)
-    with _deciding():
-        row = await state.engine.extend(approval_id, body.new_limit, actor=who.user)
-    return decision.answer(row)
+    return await _decide(
+        who, state, approval_id,
+        lambda actor: state.engine.extend(approval_id, body.new_limit, actor=actor),
+    )  # fmt: skip
 
 
 @router.post("/{approval_id}/reconcile", response_model=ApprovalOut)
@@ -235,9 +242,9 @@ async def reconcile(
     approval_id: ApprovalId, body: ReconcileIn, who: SignedIn, state: State
 ) -> ApprovalOut:
     """Say whether a tool call cut short by a crash took effect (kind `reconcile`)."""
-    decision = await _decidable(who, state, approval_id)
-    with _deciding():
-        row = await state.engine.reconcile(
-            approval_id, body.happened, actor=who.user, result=body.result
-        )
-    return decision.answer(row)
+    return await _decide(
+        who, state, approval_id,
+        lambda actor: state.engine.reconcile(
+            approval_id, body.happened, actor=actor, result=body.result
+        ),
+    )  # fmt: skip
