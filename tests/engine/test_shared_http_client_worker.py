@@ -30,6 +30,24 @@ def answer_for(path: str) -> dict[str, Any]:
     return ANTHROPIC_ANSWER if path.endswith("/messages") else OPENAI_ANSWER
 
 
+def stream_for(path: str) -> bytes:
+    """The answer of `path` as an event stream (agent steps stream their model calls)."""
+    assert path.endswith("/messages"), path
+    message = {**ANTHROPIC_ANSWER, "content": [], "stop_reason": None}
+    events = [
+        ("message_start", {"type": "message_start", "message": message}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "B"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                           "usage": {"output_tokens": 1}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
 class Upstream:
     """A keep-alive HTTP/1.1 server on 127.0.0.1 answering OpenAI and Anthropic calls."""
 
@@ -49,11 +67,18 @@ class Upstream:
                 upstream.connections += 1
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", "0")))
+                sent = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
                 upstream.requests.append((self.path, self.client_address[1]))
-                body = json.dumps(answer_for(self.path)).encode()
+                streamed = bool(sent.get("stream"))
+                body = (
+                    stream_for(self.path)
+                    if streamed
+                    else json.dumps(answer_for(self.path)).encode()
+                )
                 self.send_response(200)
-                self.send_header("content-type", "application/json")
+                self.send_header(
+                    "content-type", "text/event-stream" if streamed else "application/json"
+                )
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -132,6 +157,9 @@ async def test_a_worker_uses_a_client_it_is_given_and_leaves_it_open(
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request.url.path)
+        if json.loads(request.content).get("stream"):
+            headers = {"content-type": "text/event-stream"}
+            return httpx.Response(200, content=stream_for(request.url.path), headers=headers)
         return httpx.Response(200, json=answer_for(request.url.path))
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))

@@ -9,6 +9,13 @@ of its own, so `journal_events` records it right after each append, in one
 store transaction per append. Child runs' events carry their top-level
 run's id: whoever follows a run sees its sub-flows and tool flows too.
 
+While an agent step's model writes, its text comes as `text_delta` events
+(`turn`, `offset`, `text`, and `agent`/`task` for a specialist's), at most
+one store write per 250 ms per step execution, the rest of a turn's text
+before its `model_turn` (`tidemill.engine.ai._deltas`). They are live
+progress only, best-effort and not journaled: a resumed step has none for
+the turns it reads back, and the turn's text is its `model_turn`'s.
+
 `RunEvents` is the engine's side: `events` reads a page after an event id,
 `follow` yields events as they are written until the run ends.
 """

@@ -6,7 +6,9 @@ database under a thread id derived from the run and the step. This module
 sets one execution of the step up: its tools (scripts, child runs, MCP
 servers, specialists, `ask_person`), its model (metered; with
 `on_exceeded: ask`, budgeted) and its runtime. `AgentStep` (`_agent_step`)
-then continues the thread from wherever its journal stands.
+then continues the thread from wherever its journal stands. Its models
+stream: their text reaches the run's events as `text_delta` while they
+write (`_deltas`), the journal keeps each turn whole.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tidemill.engine.ai._budget import BudgetModel, extended_duration, extended_
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._child_tools import child_tool
 from tidemill.engine.ai._delegation import ONE_PER_TURN, step_delegate
+from tidemill.engine.ai._deltas import TextDeltas
 from tidemill.engine.ai._mcp import mcp_tools
 from tidemill.engine.ai._pause import AgentPause
 from tidemill.engine.ai._question import ask_tool
@@ -162,8 +165,9 @@ async def _drive(
     choice: ModelChoice,
 ) -> Outcome | AgentPause | ChildWait:
     metrics = env.metrics
+    deltas = TextDeltas(env.store, env.run, env.job, env.secrets)  # the text as it comes
     metered = MeteredModel(
-        model,
+        deltas.model(model),
         agent.metadata,
         None if metrics is None else metrics.agent_model_call,
         hold=env.hold,
@@ -177,7 +181,8 @@ async def _drive(
         if agent.specialists:
             tools.append(
                 step_delegate(
-                    agent, step.id, checkpointer, models=env.models, metered=metered, choice=choice,
+                    agent, step.id, checkpointer, models=deltas.resolver(env.models),
+                    metered=metered, choice=choice,
                     tools=lambda spec, scope: pool_tool(spec, values, replace(site, scope=scope)),
                     settings=step_settings(agent),
                 )
@@ -215,4 +220,5 @@ async def _drive(
         except Exception as exc:
             return run.failed(step_error(exc), retryable=True)
         finally:
+            await deltas.aclose()
             runtime.close()
