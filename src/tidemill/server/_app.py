@@ -12,7 +12,7 @@ from tidemill._version import __version__
 from tidemill.engine import AsyncEngine, Metrics
 from tidemill.errors import ConfigurationError, PermissionDenied
 from tidemill.server._config import ServerConfig
-from tidemill.server._errors import install_error_handlers
+from tidemill.server._errors import document_errors, install_error_handlers
 from tidemill.server._proxy import mount_proxy
 from tidemill.server._security import SecurityHeaders, SignInLimiter
 from tidemill.server._state import ServerState
@@ -29,7 +29,8 @@ events, approvals and the audit log of one Tidemill workspace.
 Authenticate with a personal access token (`Authorization: Bearer tm_pat_...`)
 or, from a browser, sign in at `POST /api/auth/sign-in` and send the answer's
 CSRF token in `X-CSRF-Token` with every request that changes something.
-Errors are JSON: `{"type", "message", "hint"}`.
+Errors are JSON (`ErrorBody`): `{"type", "message", "hint", "problems"}`;
+each operation lists the error statuses it can answer.
 """
 
 
@@ -88,7 +89,9 @@ def create_app(
             async with contextlib.AsyncExitStack() as stack:
                 if config.worker:
                     await stack.enter_async_context(
-                        state.engine.worker(config.concurrency, metrics=state.metrics)
+                        state.engine.worker(
+                            config.concurrency, metrics=state.metrics, lease=config.lease
+                        )
                     )
                 yield
         finally:
@@ -105,6 +108,7 @@ def create_app(
         redoc_url=None,
     )
     install_error_handlers(app)
+    document_errors(app)
     app.add_middleware(SecurityHeaders)
     for router in ROUTERS:
         app.include_router(router)

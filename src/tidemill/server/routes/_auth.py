@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import time
 from typing import Annotated
 
@@ -17,9 +18,11 @@ from tidemill.server._caller import (
     caller,
     requires,
 )
+from tidemill.server._errors import error_responses
 from tidemill.server._state import ServerState, state_of
 from tidemill.workspace import Token
-from tidemill.workspace._sign_in import DEFAULT_TOKEN_DAYS, SESSION_HOURS
+from tidemill.workspace._credentials import digest
+from tidemill.workspace._sign_in import DEFAULT_TOKEN_DAYS, SESSION_HOURS, _find
 
 __all__ = ["router"]
 
@@ -49,6 +52,11 @@ class Me(BaseModel):
     groups: list[str]
     via: str
     scopes: list[str] | None
+    expires_at: float | None
+    """When the caller's session or token expires (null: a token that never does)."""
+    csrf: str | None
+    """For a browser session signed in by its cookie: its CSRF token, to send in
+    `X-CSRF-Token` (null for a token caller, which needs none)."""
 
 
 class TokenOut(BaseModel):
@@ -93,7 +101,7 @@ class PasswordIn(BaseModel):
     password: str = Field(min_length=1, max_length=1024)
 
 
-@router.post("/sign-in", response_model=Session)
+@router.post("/sign-in", response_model=Session, responses=error_responses(401, 429))
 async def sign_in(
     body: SignIn,
     request: Request,
@@ -147,16 +155,45 @@ async def sign_out(
     return response
 
 
+async def _credential(
+    request: Request, who: Caller, state: ServerState
+) -> tuple[float | None, str | None]:
+    """When the caller's credential expires, and its CSRF token if it is the session cookie.
+
+    The server keeps only the CSRF token's digest: the token is the session's
+    readable cookie, answered only when it is the one the session was given.
+    """
+    token_id = who.token_id
+    if token_id is None:
+        return None, None
+    found = await state.engine.store.transact(
+        lambda tx: _find(tx, state.config.workspace, token_id)
+    )
+    if found is None:
+        return None, None
+    token, _, csrf_digest = found
+    sent = request.cookies.get(CSRF_COOKIE)
+    by_cookie = who.via == "session" and "authorization" not in request.headers
+    if by_cookie and sent and csrf_digest and hmac.compare_digest(digest(sent), csrf_digest):
+        return token.expires_at, sent
+    return token.expires_at, None
+
+
 @router.get("/me", response_model=Me)
-async def me(who: SignedIn) -> Me:
-    """Who the caller is."""
+async def me(
+    request: Request, who: SignedIn, state: Annotated[ServerState, Depends(state_of)]
+) -> Me:
+    """Who the caller is, when its session or token expires, and a session's CSRF token."""
     principal = await who.ws.whoami()
+    expires_at, csrf = await _credential(request, who, state)
     return Me(
         user=principal.name,
         is_admin=principal.is_admin,
         groups=sorted(principal.groups),
         via=who.via,
         scopes=None if who.scopes is None else [str(s) for s in who.scopes],
+        expires_at=expires_at,
+        csrf=csrf,
     )
 
 
