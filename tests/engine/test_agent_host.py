@@ -413,3 +413,52 @@ async def test_a_flow_tool_runs_on_the_engine(engine: tuple[AsyncEngine, AsyncWo
     (run,) = await runs.runs()
     assert run.source is not None
     assert (run.source["agent"], run.source["tool"]) == ("f/x/doubler", "double")
+
+
+def test_a_loaded_agent_runs_its_rendered_prompt_and_saves_the_placeholders(
+    ws: Workspace,
+) -> None:
+    ws.write("f/x/greeter", "resource", triage("You help {{ flow_input.name }}."),
+             resource_type="ai_agent")  # fmt: skip
+    loaded = tidemill.agent(
+        "f/x/greeter", workspace=ws, models=models, inputs={"flow_input": {"name": "Ada"}}
+    )
+    try:
+        assert output(loaded.run("hi"))["system"] == "You help Ada."
+        save_agent(ws, "f/x/greeter", loaded, message="again")
+        assert ws.get("f/x/greeter").value == triage("You help {{ flow_input.name }}.")
+        loaded.system("You help everyone.")  # a prompt of the builder's own is saved as set
+        assert agent_value(loaded)["system"] == "You help everyone."
+    finally:
+        loaded.close()
+
+
+def test_what_only_a_flow_step_runs_is_refused_or_warned_about_clearly(ws: Workspace) -> None:
+    specialists = {"specialists": [{"name": "researcher", "model": "fake"}]}
+    ws.write("f/x/lead", "resource", triage(**specialists), resource_type="ai_agent")
+    with pytest.raises(ConfigurationError) as refused:
+        tidemill.agent("f/x/lead", workspace=ws, models=models)
+    assert refused.value.message.startswith(
+        "The agent f/x/lead has specialists ('researcher'), which only an ai_agent step of a "
+        "flow runs"
+    )
+    assert refused.value.hint is not None
+    assert (
+        "ai_agent: {agent: f/x/lead}" in refused.value.hint and "f/x/lead@N" in refused.value.hint
+    )
+    assert refused.value.context["keys"] == ["specialists"]
+    nested = {"name": "helper", "agent": {"model": "fake", "questions": {}}}
+    ws.write("f/x/boss", "resource", {"model": "fake", "tools": [nested]},
+             resource_type="ai_agent")  # fmt: skip
+    with pytest.raises(ConfigurationError) as nested_refused:
+        tidemill.agent("f/x/boss", workspace=ws, models=models)
+    assert nested_refused.value.message.startswith(
+        "The agent nested in f/x/boss as the tool 'helper' has questions (ask_person)"
+    )
+    assert "ai_agent: {agent: f/x/boss}" in str(nested_refused.value.hint)
+    # A time bound is not applied from Python: loading says so rather than dropping it silently.
+    ws.write("f/x/timed", "resource", triage(limits={"max_duration": "5m"}),
+             resource_type="ai_agent")  # fmt: skip
+    with pytest.warns(UserWarning, match=r"limits.max_duration \(300.0s\).*not bounded in time"):
+        timed = tidemill.agent("f/x/timed", workspace=ws, models=models)
+    timed.close()

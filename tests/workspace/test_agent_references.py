@@ -232,3 +232,34 @@ def test_agent_diff_shows_a_script_tool_moving_to_a_workspace_script() -> None:
         "+ tool look: script.path: 'f/s/lookup@2'",
     ]
     assert agent_diff(new, newer) == "tool look: script.path: 'f/s/lookup@2' -> 'f/s/lookup@3'"
+
+
+async def test_a_draft_is_checked_against_what_its_author_sees_in_draft_mode(
+    ws: AsyncWorkspace,
+) -> None:
+    bob = await ws.acting_as("bob")
+    await bob.save_draft("f/s/newflow", "flow", FLOW)  # only bob's draft so far
+    value = agent({"name": "new", "flow": "f/s/newflow"})
+    # A draft agent naming it passes for bob (a preview run of his reads his drafts) ...
+    await bob.save_draft("f/s/triage", "resource", value, resource_type="ai_agent")
+    # ... a flow draft linking that draft agent too ...
+    await bob.save_draft("f/s/uses", "flow", linking("f/s/triage"))
+    # ... but not for ada, who has no such draft, nor as a deployed agent, nor on deploy.
+    with pytest.raises(MissingReferences) as caught:
+        await ws.save_draft("f/s/triage", "resource", value, resource_type="ai_agent")
+    assert caught.value.problems == [
+        "at tools[0].flow: no flow f/s/newflow that ada may read (deployed, or a draft of theirs)"
+    ]
+    with pytest.raises(MissingReferences, match="f/s/newflow"):
+        await bob.write("f/s/triage", "resource", value, resource_type="ai_agent")
+    with pytest.raises(MissingReferences, match="f/s/newflow"):
+        await bob.deploy("f/s/triage")
+    # A flow nobody has is refused for a draft as well.
+    nobody = agent({"name": "gone", "flow": "f/s/nobody"})
+    with pytest.raises(MissingReferences) as refused:
+        await bob.save_draft("f/s/other", "resource", nobody, resource_type="ai_agent")
+    assert refused.value.missing == ["f/s/nobody"]
+    # Once the flow is deployed, the agent deploys.
+    await bob.deploy("f/s/newflow")
+    await bob.deploy("f/s/triage")
+    assert (await ws.get("f/s/triage")).value == value

@@ -17,10 +17,12 @@ engine (`engine=`; without one, loading an agent with flow tools fails).
 `save_agent` (`_host_save`) goes the other way: it writes a builder's brain
 and the tools a resource can hold as an `ai_agent` resource.
 
-What only a flow step has: `limits.max_duration`, `on_exceeded: ask` (a
-bound crossed here fails, as with `fail`), `specialists` and `questions`
-(refused when loading), and child runs per call (a `flow` tool's call is a
-run of the engine, started again if the agent resumes before it finished).
+What only a flow step has: `limits.max_duration` (not applied: loading
+warns), `on_exceeded: ask` (a bound crossed here fails, as with `fail`),
+`specialists` and `questions` (refused when loading, naming them), and child
+runs per call (a `flow` tool's call is a run of the engine, started again if
+the agent resumes before it finished). `save_agent` writes a loaded agent's
+system prompt as the resource holds it, its `{{ }}` placeholders unrendered.
 
 Examples:
     >>> import tempfile
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
@@ -131,6 +134,9 @@ class HostedAgent(AgentBuilder):
         self.settings = ModelSettings()
         """Model settings of every run: the agent's `temperature` and `max_tokens`."""
         self._brain: dict[str, Any] | None = None
+        self._system: str | None = None
+        """The system prompt as the resource holds it, `{{ }}` placeholders unrendered
+        (what `save_agent` writes back); None once `.system(...)` sets another."""
         self._written: dict[str, dict[str, Any]] = {}
         self._made: dict[str, tuple[Tool, str]] = {}
         self._nested: list[HostedAgent] = []
@@ -143,6 +149,11 @@ class HostedAgent(AgentBuilder):
         """Choose the model, replacing the agent's; see `AgentBuilder.llm`."""
         self._brain = None  # saved again, the builder's model is written, not the agent's
         return super().llm(spec, **config)
+
+    def system(self, prompt: str) -> Self:
+        """Set the system prompt, replacing the agent's; see `AgentBuilder.system`."""
+        self._system = None  # saved again, this prompt is written, not the agent's template
+        return super().system(prompt)
 
     def build(self) -> AgentRuntime | GraphRuntime:
         """Build the agent; its nested agents keep their threads in its checkpointer."""
@@ -357,20 +368,39 @@ async def _read(
 
 
 async def _configure(
-    hosted: HostedAgent, definition: AIAgent, written: Mapping[str, Any], host: _Host
+    hosted: HostedAgent,
+    definition: AIAgent,
+    written: Mapping[str, Any],
+    host: _Host,
+    label: str | None = None,
 ) -> None:
     """Give `hosted` the brain and the tools of `definition` (its value as `written`)."""
-    label = hosted.path or "the nested agent"
+    label = hosted.path or label or "the nested agent"
     refused = [
         what for what, present in (("specialists", definition.specialists),
                                    ("questions", definition.questions)) if present
     ]  # fmt: skip
     if refused:
+        named = [
+            f"specialists ({', '.join(repr(s.name) for s in definition.specialists)})"
+            if what == "specialists" else "questions (ask_person)" for what in refused
+        ]  # fmt: skip
+        where = hosted.path or (host.reading[-1] if host.reading else "f/<folder>/<name>")
         raise ConfigurationError(
-            f"The agent {label} has {' and '.join(refused)}, which only an ai_agent step "
-            "of a flow runs.",
-            hint="Run it from a flow that links it (ai_agent: {agent: ...}).",
+            f"The agent {label} has {' and '.join(named)}, which only an ai_agent step of a "
+            "flow runs: tidemill.agent() does not run it from Python.",
+            hint=f"Run it from a flow that links it (ai_agent: {{agent: {where}}}), or load "
+            f"a version without them ({where}@N; tidemill ws history {where} lists them).",
             context={"path": hosted.path, "keys": refused},
+        )
+    duration = definition.limits.max_duration
+    if duration is not None:
+        warnings.warn(
+            f"The agent {label} has limits.max_duration ({duration}s), which only an ai_agent "
+            "step of a flow applies: run from Python, it is not bounded in time (its other "
+            "limits apply).",
+            UserWarning,
+            stacklevel=2,
         )
     flows = [spec.name for spec in definition.tools if spec.flow is not None]
     if flows and host.engine is None:
@@ -436,6 +466,7 @@ def _brain(
     hosted.settings = step_settings(definition)
     if definition.system:
         hosted.system(render(definition.system, host.values, field="system"))
+        hosted._system = definition.system  # rendered to run, saved as written
     hosted.max_iterations(definition.max_iterations)
     limits = {field: getattr(definition.limits, name) for field, name in LIMIT_FIELDS.items()}
     if any(value is not None for value in limits.values()):
@@ -459,7 +490,9 @@ async def _nested(parent: HostedAgent, spec: AgentToolSpec, host: _Host) -> Host
         await _load(child, nested.agent, host, nested.tool_inputs, nested.enabled_tools)
     else:
         written = parent._written.get(spec.name, {}).get("agent")
-        await _configure(child, nested, written if isinstance(written, Mapping) else {}, host)
+        label = f"nested in {parent.path or 'the agent'} as the tool {spec.name!r}"
+        inline = written if isinstance(written, Mapping) else {}
+        await _configure(child, nested, inline, host, label)
     child.name(spec.name)
     return child
 

@@ -1,6 +1,7 @@
 r"""Saving an agent builder as a workspace `ai_agent` resource: `save_agent`.
 
-What is written is the builder's brain (model spec, system prompt,
+What is written is the builder's brain (model spec, system prompt: a loaded
+agent's as the resource wrote it, its `{{ }}` placeholders unrendered;
 temperature, output schema, memory window, limits, max iterations) and the
 tools a resource can hold: those of an agent loaded with `load_agent`
 (`_host`), as the resource wrote them. A Python function tool, a specialist
@@ -99,7 +100,9 @@ def agent_value(builder: AgentBuilder, *, temperature: float | None = None) -> d
         if hosted is not None and hosted._brain is not None
         else {"model": _model_spec(runtime.model)}
     )
-    if runtime.system_prompt:
+    if hosted is not None and hosted._system is not None:
+        value["system"] = hosted._system  # as the resource wrote it: its placeholders kept
+    elif runtime.system_prompt:
         value["system"] = runtime.system_prompt
     if runtime.max_iterations != 10:
         value["max_iterations"] = runtime.max_iterations

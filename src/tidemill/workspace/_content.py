@@ -28,6 +28,12 @@ that links it, checks each names an item of that kind the writer may read
 transaction sees it when it runs:
 
 - A single write (`write`, `save_draft`, `deploy`, `restore`) checks at once.
+- A draft (`save_draft`, `--draft`) is checked against what its author sees
+  in draft mode, as a preview run of it reads: the deployed items and the
+  author's own drafts (a tool's flow that so far is only the author's
+  draft passes; one nobody has does not). A pin (`@N`) names a deployed
+  version either way. Deploying the draft checks it again against what is
+  deployed.
 - A transaction that writes many items in an arbitrary order (a directory
   push, a deploy of a flow with its agents' drafts) defers the checks
   (`defer_checks`) and runs them after its last write (`run_deferred`), so
@@ -49,7 +55,7 @@ from tidemill.flows import WORKSPACE_PATH, AIAgent, Flow
 from tidemill.flows._load import DocumentError, parse_document
 from tidemill.workspace._agents import AGENT_TYPE, agent_definition
 from tidemill.workspace._includes import WorkspaceIncludes
-from tidemill.workspace._models import ItemKind
+from tidemill.workspace._models import Draft, ItemKind
 from tidemill.workspace._paths import ItemPath
 from tidemill.workspace._references import REFERENCE
 from tidemill.workspace._resource_types import builtin_type
@@ -124,8 +130,12 @@ def prepare(
     description: str | None = None,
     resource_type: str | None = None,
     secret: bool = False,
+    drafts: bool = False,
 ) -> Content:
-    """Check `value` as an item of `kind` at `path`; raise a `ConfigurationError` saying why not."""
+    """Check `value` as an item of `kind` at `path`; raise a `ConfigurationError` saying why not.
+
+    With `drafts` (a draft is written) what it names may be the writer's own drafts too.
+    """
     if secret and kind != "variable":
         raise InvalidValue(f"{path}: only variables can be secret.")
     if resource_type is not None and kind != "resource":
@@ -138,7 +148,7 @@ def prepare(
             kind, value, _given(summary, meta.summary), _given(description, meta.description)
         )
     if kind == "flow":
-        document = _flow_document(ctx, path, value)
+        document = _flow_document(ctx, path, value, drafts=drafts)
         return Content(
             kind,
             document,
@@ -150,7 +160,7 @@ def prepare(
             raise InvalidValue(f"{path}: a resource needs a type (`type: openai`, say).")
         if resource_type == AGENT_TYPE:
             agent_definition(value, path=path)
-            later(ctx, path, lambda: check_agent(ctx, path, value))
+            later(ctx, path, lambda: check_agent(ctx, path, value, drafts=drafts))
         schema = resource_schema(ctx, resource_type, path=path)
         check_resource_value(schema, value, path=path)
         for name in sorted(secret_fields(schema)):
@@ -189,7 +199,7 @@ def _given(explicit: str | None, found: str) -> str:
     return found if explicit is None else explicit
 
 
-def _flow_document(ctx: Context, path: str, value: Any) -> dict[str, Any]:
+def _flow_document(ctx: Context, path: str, value: Any, *, drafts: bool) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             value = parse_document(value, "yaml")
@@ -202,25 +212,29 @@ def _flow_document(ctx: Context, path: str, value: Any) -> dict[str, Any]:
         flow = Flow.from_dict(
             {"name": path.rsplit("/", 1)[-1], **document},
             source=path,
-            includes=WorkspaceIncludes(ctx),
+            includes=WorkspaceIncludes(ctx, drafts=drafts),
         )
     except FlowValidationError as exc:
         raise exc from None
     for step in flow.walk():
         if step.ai_agent is not None and step.ai_agent.agent is not None:
-            _check_link(ctx, path, step.id, step.ai_agent)
-    later(ctx, path, lambda: check_flow(ctx, path, flow))
+            _check_link(ctx, path, step.id, step.ai_agent, drafts=drafts)
+    later(ctx, path, lambda: check_flow(ctx, path, flow, drafts=drafts))
     return document
 
 
-def _check_link(ctx: Context, path: str, step_id: str, step: AIAgent) -> None:
+def _check_link(ctx: Context, path: str, step_id: str, step: AIAgent, *, drafts: bool) -> None:
     """A linked step names an agent the writer may read, and tools that agent has."""
     link = step.agent_path
     assert link is not None
     pin = step.agent_version
-    stored = ctx.q.item(link) if ctx.rules.allows("read", link) else None
+    readable = ctx.rules.allows("read", link)
+    stored = ctx.q.item(link) if readable else None
     value: Any = None
-    if stored is not None and not stored.item.deleted:
+    draft = _own_draft(ctx, link, "agent") if drafts and pin is None and readable else None
+    if draft is not None:
+        value = draft.value
+    elif stored is not None and not stored.item.deleted:
         if pin is None:
             value = stored.item.value if stored.item.resource_type == "ai_agent" else None
         elif (old := ctx.q.version(link, pin)) is not None and old.resource_type == "ai_agent":
@@ -308,13 +322,23 @@ def agent_references(value: Any, where: str = "") -> Iterator[tuple[str, Kind, s
             yield f"{field}.mcp.resource", "resource", match[1]
 
 
-def _exists(ctx: Context, kind: Kind, written: str) -> bool:
+def _own_draft(ctx: Context, path: str, kind: Kind) -> Draft | None:
+    """The writer's draft at `path` when it is an item of `kind` (a readable path)."""
+    draft = ctx.q.draft(path, ctx.principal.name)
+    if draft is None or draft.kind != ("resource" if kind == "agent" else kind):
+        return None
+    return draft if kind != "agent" or draft.resource_type == AGENT_TYPE else None
+
+
+def _exists(ctx: Context, kind: Kind, written: str, *, drafts: bool = False) -> bool:
     match = _PINNED.match(written)
     if match is None:
         return True  # not a workspace path: the model's own validation says what is wrong
     path, pin = match[1], match[2]
     if not ctx.rules.allows("read", path):
         return False
+    if drafts and pin is None and _own_draft(ctx, path, kind) is not None:
+        return True
     stored_kind = "resource" if kind == "agent" else kind
     if pin is not None:
         old = ctx.q.version(path, int(pin))
@@ -332,13 +356,16 @@ def _exists(ctx: Context, kind: Kind, written: str) -> bool:
 _WHAT = {"flow": "flow", "script": "script", "agent": "ai_agent resource", "resource": "resource"}
 
 
-def _missing(ctx: Context, value: Any, *, lead: str = "") -> list[tuple[str, str]]:
+def _missing(
+    ctx: Context, value: Any, *, lead: str = "", drafts: bool = False
+) -> list[tuple[str, str]]:
     """(path as written, problem) for each reference of `value` that is not there."""
     who = ctx.principal.name
+    seen = " (deployed, or a draft of theirs)" if drafts else ""
     return [
-        (written, f"at {lead}{field}: no {_WHAT[kind]} {written} that {who} may read")
+        (written, f"at {lead}{field}: no {_WHAT[kind]} {written} that {who} may read{seen}")
         for field, kind, written in agent_references(value)
-        if not _exists(ctx, kind, written)
+        if not _exists(ctx, kind, written, drafts=drafts)
     ]
 
 
@@ -357,15 +384,20 @@ def _refuse(ctx: Context, path: str, missing: list[tuple[str, str]], whose: str)
     )
 
 
-def check_agent(ctx: Context, path: str, value: Any) -> None:
-    """Raise `MissingReferences` unless each item the agent's tools name is there for the writer."""
-    _refuse(ctx, path, _missing(ctx, value), "its tools name")
+def check_agent(ctx: Context, path: str, value: Any, *, drafts: bool = False) -> None:
+    """Raise `MissingReferences` unless each item the agent's tools name is there for the writer.
+
+    With `drafts` (the agent is a draft), the writer's own drafts count as there.
+    """
+    _refuse(ctx, path, _missing(ctx, value, drafts=drafts), "its tools name")
 
 
-def _linked_value(ctx: Context, written: str) -> Any:
+def _linked_value(ctx: Context, written: str, *, drafts: bool) -> Any:
     match = _PINNED.match(written)
     if match is None or not ctx.rules.allows("read", match[1]):
         return None
+    if drafts and match[2] is None and (draft := _own_draft(ctx, match[1], "agent")):
+        return draft.value
     if match[2] is not None:
         old = ctx.q.version(match[1], int(match[2]))
         return None if old is None else old.value
@@ -373,7 +405,7 @@ def _linked_value(ctx: Context, written: str) -> Any:
     return None if stored is None or stored.item.deleted else stored.item.value
 
 
-def check_flow(ctx: Context, path: str, flow: Flow) -> None:
+def check_flow(ctx: Context, path: str, flow: Flow, *, drafts: bool = False) -> None:
     """Raise `MissingReferences` unless the agents its steps run name items there for the writer.
 
     A linked step's agent is read (as the writer) and its tools' references
@@ -386,12 +418,12 @@ def check_flow(ctx: Context, path: str, flow: Flow) -> None:
         if agent is None:
             continue
         if agent.agent is not None:
-            value = _linked_value(ctx, agent.agent)
+            value = _linked_value(ctx, agent.agent, drafts=drafts)
             lead = f"step {step.id!r} links {agent.agent}, whose "
         else:
             value = agent.model_dump(mode="json", exclude_defaults=True)
             lead = f"step {step.id!r}: ai_agent."
-        missing.extend(_missing(ctx, value, lead=lead))
+        missing.extend(_missing(ctx, value, lead=lead, drafts=drafts))
     _refuse(ctx, path, missing, "its agents name")
 
 

@@ -437,6 +437,7 @@ class ItemMethods(Session):
                 summary=summary,
                 description=description,
                 resource_type=resource_type,
+                drafts=True,  # what it names may be the principal's own drafts too
             )
             draft = Draft(
                 path,

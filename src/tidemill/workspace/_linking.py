@@ -214,7 +214,7 @@ def _write_flow(
     ctx: Context, path: str, document: dict[str, Any], draft: bool, message: str
 ) -> Item:
     ctx.rules.check("write", path)
-    content = prepare(ctx, path, "flow", document)
+    content = prepare(ctx, path, "flow", document, drafts=draft)
     if not draft:
         return store_content(ctx, path, content, message=message, action="item.write")
     check_owner(ctx, path)

@@ -23,6 +23,11 @@ layout). Both work as the session's principal, and only with what it may do:
   and names the file it came from. Each item written is a new version
   (for the kinds that keep versions) with the push's message, audited as
   `sync.push`.
+- A pin (`@N`) to an item of the same push that the workspace does not
+  hold at that version (a push into another workspace, where the pulled
+  items start again at version 1) is stored pinned to the version the push
+  writes of it, and listed on the plan (`ItemChange.repinned`;
+  `tidemill.workspace._sync_pins`).
 
 What a push does not do:
 
@@ -83,6 +88,7 @@ from tidemill.workspace._models import Item, ItemKind
 from tidemill.workspace._paths import ItemPath
 from tidemill.workspace._people import _grantee
 from tidemill.workspace._session import Context, Session
+from tidemill.workspace._sync_pins import repinned
 from tidemill.workspace._sync_plan import (
     DIFF_LINES,
     FolderChange,
@@ -336,12 +342,13 @@ def _folder_change(ctx: Context, meta: FolderMeta) -> FolderChange:
     return FolderChange(meta.folder, file, "update", tuple(fields), roles)
 
 
-def _plan(ctx: Context, tree: Tree, message: str) -> PushPlan:
-    return PushPlan(
-        folders=tuple(_folder_change(ctx, meta) for meta in tree.folders),
-        items=tuple(_item_change(ctx, item) for item in tree.items),
-        message=message,
-    )
+def _plan(ctx: Context, tree: Tree, message: str) -> tuple[PushPlan, Tree]:
+    """The plan, and the tree as the push writes it (its pins re-pinned: `_sync_pins`)."""
+    changes = [_item_change(ctx, item) for item in tree.items]
+    items, changed = repinned(ctx, tree.items, changes, partial(_item_change, ctx))
+    folders = tuple(_folder_change(ctx, meta) for meta in tree.folders)
+    plan = PushPlan(folders=folders, items=changed, message=message)
+    return plan, dataclasses.replace(tree, items=items)
 
 
 # --- push: writing it -------------------------------------------------------------------------
@@ -534,9 +541,9 @@ async def push(
     tree = read_tree(Path(root))
 
     def run(ctx: Context) -> PushPlan:
-        plan = _plan(ctx, tree, message)
+        plan, written = _plan(ctx, tree, message)
         try:
-            _apply(ctx, tree, plan)
+            _apply(ctx, written, plan)
         except TidemillError as exc:
             if dry_run:
                 raise _DryRun(dataclasses.replace(plan, problem=str(exc))) from None

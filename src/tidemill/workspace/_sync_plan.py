@@ -64,6 +64,9 @@ class ItemChange:
             `type`, `secret`, `kind`).
         diff: For an update of the value, a unified diff of it (never of a
             secret), cut after `DIFF_LINES` lines.
+        repinned: Each pin of the item to an item of the push that the push
+            stores re-pinned to the version it writes (`old -> new`; see
+            `tidemill.workspace._sync_pins`).
     """
 
     path: str
@@ -72,6 +75,7 @@ class ItemChange:
     change: Change
     fields: tuple[str, ...] = ()
     diff: str = ""
+    repinned: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -82,6 +86,7 @@ class ItemChange:
             "change": self.change,
             "fields": list(self.fields),
             "diff": self.diff,
+            "repinned": list(self.repinned),
         }
 
 

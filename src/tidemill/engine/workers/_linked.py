@@ -11,7 +11,8 @@ it read (path, version, 0 for a draft, and the value) is stored with the run
 after a crash or a pause runs the same definition it started with, whatever
 was deployed since; a retry (another job) reads the agent again. The job's
 log says which version ran (`agent f/x/y version 3`), and
-`AsyncEngine.linked_agents(run_id)` lists what each job recorded.
+`AsyncEngine.linked_agents(run_id)` lists what each job recorded, with the
+versions of the scripts and flows its tools name by path.
 
 The effective agent is then built as an inline one: the resource's brain and
 tools, the step's `tool_inputs` overlaid on the matching tools' `inputs`,
@@ -43,7 +44,7 @@ from tidemill.flows import AIAgent, Step
 from tidemill.store import Tx
 from tidemill.workspace import DEFAULT_WORKSPACE, InvalidValue, linked_agent
 
-__all__ = ["effective_agent", "link_step", "linked_key", "recorded_agents"]
+__all__ = ["effective_agent", "link_step", "linked_key", "recorded_agents", "tool_scripts"]
 
 AGENT_TYPE = "ai_agent"
 """The resource type of a workspace agent."""
@@ -67,7 +68,10 @@ def recorded_agents(tx: Tx, *, root_id: str) -> list[dict[str, Any]]:
     `job_id`, `attempt`, `path`, `version` (0 for a draft) and `draft`: what
     the job read when it started, and kept to the end (a resume after a
     pause or a crash runs it again; a retry is another job and reads the
-    agent again). `AsyncEngine.linked_agents` reads it.
+    agent again). `scripts` and `flows` list the workspace scripts and flows
+    its tools name by path, as read with it (`tool_scripts`): each
+    `{tool, path, version}`, version 0 for a draft. `AsyncEngine.linked_agents`
+    reads it.
     """
     found: list[dict[str, Any]] = []
     for job in tx.tree_jobs(root_id):
@@ -78,8 +82,44 @@ def recorded_agents(tx: Tx, *, root_id: str) -> list[dict[str, Any]]:
                     "run_id": job.run_id, "step_id": job.step_id, "job_id": job.id,
                     "attempt": job.attempt, "path": recorded.get("path"),
                     "version": recorded.get("version"), "draft": bool(recorded.get("draft")),
+                    "scripts": tool_scripts(recorded.get("value"), "script"),
+                    "flows": tool_scripts(recorded.get("value"), "flow"),
                 }
             )  # fmt: skip
+    return found
+
+
+def tool_scripts(value: Any, kind: str = "script", *, lead: str = "") -> list[dict[str, Any]]:
+    """The workspace items of `kind` (`script`, `flow`) a recorded agent's tools ran, by tool.
+
+    The recorded agent holds each one read in, labelled with the version
+    read (`source_path: f/x/look@3`, `@draft` for the reader's draft); a
+    nested agent's tools are named `<agent tool>.<tool>`.
+
+    Examples:
+        >>> tool_scripts({"tools": [
+        ...     {"name": "look", "script": {"code": "...", "source_path": "f/x/look@3"}},
+        ...     {"name": "raw", "script": "def main(): ..."},
+        ...     {"name": "inner", "agent": {"model": "fake", "tools": [{"name": "deep",
+        ...         "script": {"code": "...", "source_path": "f/x/deep@draft"}}]}}]})
+        [{'tool': 'look', 'path': 'f/x/look', 'version': 3}, \
+{'tool': 'inner.deep', 'path': 'f/x/deep', 'version': 0}]
+    """
+    found: list[dict[str, Any]] = []
+    tools = value.get("tools") if isinstance(value, Mapping) else None
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, Mapping):
+            continue
+        name = f"{lead}{tool.get('name')}"
+        held = tool.get(kind)
+        label = held.get("source_path") if isinstance(held, Mapping) else None
+        if isinstance(label, str) and "@" in label:
+            path, _, version = label.rpartition("@")
+            found.append(
+                {"tool": name, "path": path, "version": int(version) if version.isdigit() else 0}
+            )
+        if isinstance(tool.get("agent"), Mapping):
+            found.extend(tool_scripts(tool["agent"], kind, lead=f"{name}."))
     return found
 
 
