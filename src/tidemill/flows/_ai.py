@@ -13,7 +13,10 @@ credentials (its key, base URL, headers), resolved as the run's identity.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from jsonschema import SchemaError
@@ -21,10 +24,11 @@ from jsonschema.validators import validator_for
 from pydantic import Field, field_validator, model_validator
 
 from tidemill.errors import ConfigurationError, ExpressionError
-from tidemill.flows._base import FlowModel, StepKind
+from tidemill.flows._base import Expr, FlowModel, StepKind
 from tidemill.flows._duration import Duration
 from tidemill.flows._expr import PLACEHOLDER, compile_expression, placeholders
 from tidemill.llm import parse_model_spec
+from tidemill.types import ImageRef
 
 __all__ = [
     "AIAction",
@@ -32,12 +36,15 @@ __all__ = [
     "AgentLimits",
     "AgentMemory",
     "AgentQuestions",
+    "AttachmentError",
     "MCPTools",
     "Specialist",
     "SpecialistBudget",
     "ToolScript",
+    "attachment_problems",
     "model_problem",
     "placeholders",
+    "read_attachments",
 ]
 
 _PLACEHOLDER = PLACEHOLDER
@@ -71,6 +78,98 @@ def model_problem(spec: str) -> str | None:
     except ConfigurationError as exc:
         return f"{exc.message} {exc.hint}" if exc.hint else exc.message
     return None
+
+
+class AttachmentError(ValueError):
+    """`user_attachments` that cannot be sent: the message, a hint, the attachment's index."""
+
+    def __init__(self, message: str, hint: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.message, self.hint, self.index = message, hint, index
+
+
+_IMAGE_HINT = (
+    "Give each as an image URL (https://... or data:image/png;base64,...) or {url, media_type}."
+)
+
+
+def _attachment(item: Any, index: int) -> ImageRef:
+    where = f"user_attachments[{index}]"
+    item = {"url": item} if isinstance(item, str) else item
+    if isinstance(item, Mapping) and "url" not in item and "text" in item:
+        message = f"{where} is a text file: attachments are images (messages carry no documents)"
+        raise AttachmentError(message, "Put the text in user_message.", index)
+    if not isinstance(item, Mapping) or not isinstance(item.get("url"), str) or not item["url"]:
+        raise AttachmentError(
+            f"{where} is neither an image URL nor {{url: ...}}", _IMAGE_HINT, index
+        )
+    url, media_type = item["url"].strip(), item.get("media_type")
+    extra = sorted(set(item) - {"url", "media_type"})
+    if extra or not isinstance(media_type, str | None):
+        what = f"unknown keys {', '.join(map(repr, extra))}" if extra else "a media_type not text"
+        raise AttachmentError(f"{where} has {what}", _IMAGE_HINT, index)
+    if url[:5].lower() == "data:":
+        header, comma, payload = url[5:].partition(",")
+        kind, *params = header.lower().split(";")
+        try:
+            valid = bool(comma and kind.startswith("image/") and params[-1:] == ["base64"])
+            valid = valid and base64.b64decode(payload, validate=True) != b""
+        except (binascii.Error, ValueError):
+            valid = False
+        if not valid:
+            message = f"{where} is a data: URL but not a base64 image ({url[:40]!r}...)"
+            raise AttachmentError(message, "Write data:image/<type>;base64,<bytes>.", index)
+        media_type = media_type or kind
+    elif url.partition("://")[0].lower() not in ("http", "https") or (
+        "generativelanguage.googleapis.com" in url.lower()  # a stored file, as the proxy's policy
+    ):
+        raise AttachmentError(
+            f"{where} is not an http(s) or data: image URL ({url[:60]!r}); stored files "
+            "(file://, s3://, gs://, Gemini files) are not sent",
+            "Send the image inline (data:image/png;base64,...) or at a public https URL.",
+            index,
+        )
+    if media_type is not None and not media_type.lower().startswith("image/"):
+        message = f"{where} has the media_type {media_type!r}, not an image type"
+        raise AttachmentError(message, _IMAGE_HINT, index)
+    return ImageRef(url=url, media_type=media_type)
+
+
+def read_attachments(value: Any) -> tuple[ImageRef, ...]:
+    """An `ai_agent` step's input `user_attachments`, as images (None: none).
+
+    Each is an `https`/`http` URL or a base64 `data:image/...` URL, or `{url, media_type}`.
+
+    Raises:
+        AttachmentError: Naming the attachment that cannot be sent (its index), with a hint.
+
+    Examples:
+        >>> read_attachments([{"url": "data:image/gif;base64,R0lGODlhAQABAAAAACw="}])[0].media_type
+        'image/gif'
+        >>> read_attachments(["s3://bucket/a.png"])
+        Traceback (most recent call last):
+        tidemill.flows._ai.AttachmentError: user_attachments[0] is not an http(s) or data: ...
+    """
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        message = f"user_attachments is a {type(value).__name__}, not a list of images"
+        raise AttachmentError(message, _IMAGE_HINT)
+    return tuple(_attachment(item, index) for index, item in enumerate(value))
+
+
+def attachment_problems(inputs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A step's static `user_attachments` that cannot be sent, as (field path, message).
+
+    An expression's value is checked when the step runs.
+    """
+    try:
+        value = inputs.get("user_attachments")
+        read_attachments(None if isinstance(value, Expr) else value)
+    except AttachmentError as exc:
+        field = "inputs.user_attachments" + ("" if exc.index is None else f"[{exc.index}]")
+        return [(field, f"{exc.message}. {exc.hint}")]
+    return []
 
 
 def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from tidemill.errors import FlowInputError, FlowValidationError
-from tidemill.flows._ai import AIAction
+from tidemill.flows._ai import AIAction, attachment_problems
 from tidemill.flows._approval import Approval
 from tidemill.flows._base import Expr, ExpressionText, FlowModel, InputValue
 from tidemill.flows._check import check_flow, check_usage
@@ -229,6 +229,8 @@ class Step(FlowModel):
             found = settings.input_problems(self.inputs)
         elif isinstance(settings, AIAction | AIAgent):
             found = [(f"{kind}.{path}", text) for path, text in settings.model_problems()]
+            if isinstance(settings, AIAgent):  # the flow-local input, when it is static
+                found.extend(attachment_problems(self.inputs))
         if isinstance(settings, SubFlow):
             held.append((f"the sub-flow of step {self.id!r}", settings))
         elif isinstance(settings, AIAgent):

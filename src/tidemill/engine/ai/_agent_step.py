@@ -13,8 +13,9 @@ continues from it:
   flight runs again with the same idempotency key, unless its tool is not
   idempotent: then a person first says whether it took effect (see
   `_reconcile`);
-- otherwise a new agent run starts with the step's input `user_message`,
-  after its history (recalled memory or `previous_messages`, as
+- otherwise a new agent run starts with the step's input `user_message`
+  (and the images of `user_attachments`, checked then), after its history
+  (recalled memory or `previous_messages`, as
   `tidemill.engine._memory.history_source` reconciles them; its notes go
   to the job log).
 
@@ -79,8 +80,9 @@ from tidemill.errors import (
     TidemillError,
     ToolRetriesExceeded,
 )
+from tidemill.flows._ai import AttachmentError, read_attachments
 from tidemill.llm import ModelSettings
-from tidemill.types import AgentResponse, Message, ToolCall
+from tidemill.types import AgentResponse, ImageRef, Message, ToolCall
 
 if TYPE_CHECKING:
     from tidemill.engine._step_env import StepEnv
@@ -174,8 +176,8 @@ class AgentStep:
             scope=memory_scope(run.source, run.flow_name),
         )
 
-    async def _prompt(self, text: str) -> str | list[Message]:
-        """The new run's prompt: its history (if any) as one user message, then `text`.
+    async def _prompt(self, text: str, images: tuple[ImageRef, ...]) -> str | list[Message]:
+        """The new run's prompt: its history (if any) as one user message, then `text`, `images`.
 
         The history's notes (ignored inputs, stateless fall-backs) go to the job log.
         """
@@ -192,7 +194,32 @@ class AgentStep:
                 )
             )
         recalled = recall_message(entries)
-        return text if recalled is None else [recalled, Message.user(text)]
+        if recalled is None and not images:
+            return text
+        return [*([] if recalled is None else [recalled]), Message.user(text, images=images)]
+
+    async def _start(self) -> str | list[Message] | Outcome:
+        """A new run's prompt, from the step's inputs; a failure when they cannot start one."""
+        message = self.inputs.get("user_message")
+        if message is None or message == "":
+            return self.failed(
+                {
+                    "type": "FlowInputError",
+                    "message": "an ai_agent step needs the input `user_message`",
+                    "hint": "Set inputs: {user_message: ...} on the step.",
+                },
+                retryable=False,
+            )
+        try:
+            images = read_attachments(self.inputs.get("user_attachments"))
+        except AttachmentError as exc:
+            return self.failed(
+                {"type": "FlowInputError", "message": f"step {self.step.id!r}: {exc}",
+                 "hint": exc.hint, "input": "user_attachments", "index": exc.index},
+                retryable=False,
+            )  # fmt: skip
+        text = message if isinstance(message, str) else json.dumps(message)
+        return await self._prompt(text, images)
 
     def failed(self, error: dict[str, Any], *, retryable: bool) -> Outcome:
         return Outcome("failed", error=error, retryable=retryable, **self._spent())
@@ -303,18 +330,9 @@ class AgentStep:
                 return self.replay(journal)
             call: Callable[[], Coroutine[Any, Any, AgentResponse]]
             if state.status in ("new", "failed"):
-                message = self.inputs.get("user_message")
-                if message is None or message == "":
-                    return self.failed(
-                        {
-                            "type": "FlowInputError",
-                            "message": "an ai_agent step needs the input `user_message`",
-                            "hint": "Set inputs: {user_message: ...} on the step.",
-                        },
-                        retryable=False,
-                    )
-                text = message if isinstance(message, str) else json.dumps(message)
-                prompt = await self._prompt(text)
+                prompt = await self._start()
+                if isinstance(prompt, Outcome):
+                    return prompt
                 started = time.time()
                 call = partial(self.runtime.arun, prompt, thread_id=self.thread, **self.settings)
             else:
