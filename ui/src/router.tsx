@@ -10,6 +10,7 @@ import {
 import { fetchMe, meKey } from './api/auth'
 import type { RunStatus } from './api/types'
 import { Layout } from './components/Layout'
+import type { RunsSearch } from './lib/runFilters'
 import { ApprovalsPage } from './pages/ApprovalsPage'
 import { ItemPage } from './pages/ItemPage'
 import { NotFoundPage } from './pages/NotFoundPage'
@@ -57,7 +58,12 @@ const indexRoute = createRoute({
   },
 })
 
-export type RunsSearch = { status?: RunStatus; path?: string }
+/** The runs list's filters are kept in the URL; `from` and `to` are days (`YYYY-MM-DD`, both included). */
+export type { RunsSearch }
+
+function day(value: unknown): string | undefined {
+  return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value) ? value : undefined
+}
 
 export const runsRoute = createRoute({
   getParentRoute: () => authed,
@@ -65,6 +71,10 @@ export const runsRoute = createRoute({
   validateSearch: (search: Record<string, unknown>): RunsSearch => ({
     status: RUN_STATUSES.find((s) => s === search.status),
     path: text(search.path),
+    folder: text(search.folder),
+    by: text(search.by),
+    from: day(search.from),
+    to: day(search.to),
   }),
   component: RunsPage,
 })

@@ -1,6 +1,7 @@
 """Runs and approvals read for a caller who sees only some of them.
 
-A page of runs, and approvals with their runs.
+A page of runs (with what each cost), approvals with their runs, a run's
+flow definition and input as stored, and where to start a run's last events.
 
 The server asks these (and filters each row exactly against the caller's
 permissions); `AsyncEngine.runs` and `AsyncEngine.approvals` list everything.
@@ -8,16 +9,28 @@ permissions); `AsyncEngine.runs` and `AsyncEngine.approvals` list everything.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._run_info import RunInfo, run_info
 from tidemill.errors import RunNotFound
 from tidemill.store import ApprovalRow, RunReach, RunRow, Tx, run_page
+from tidemill.store._run_pages import RunCost, RunFilters, event_tail, run_costs
 
 if TYPE_CHECKING:
     from tidemill.engine._engine import AsyncEngine
 
-__all__ = ["RunReach", "approval_with_run", "approvals_with_runs", "runs_page"]
+__all__ = [
+    "RunCost",
+    "RunFilters",
+    "RunReach",
+    "approval_with_run",
+    "approvals_with_runs",
+    "run_definition",
+    "run_input",
+    "runs_page",
+    "tail_start",
+]
 
 
 async def runs_page(
@@ -29,15 +42,90 @@ async def runs_page(
     status: str | None = None,
     flow: str | None = None,
     path: str | None = None,
-) -> list[RunInfo]:
-    """Top-level runs within `reach`, newest first, older than `before` (see `run_page`)."""
+    filters: RunFilters | None = None,
+) -> list[tuple[RunInfo, RunCost | None]]:
+    """Top-level runs within `reach`, newest first, older than `before` (see `run_page`).
 
-    def read(tx: Tx) -> list[RunInfo]:
-        rows = run_page(tx, reach, limit=limit, before=before, status=status, flow=flow, path=path)
-        return [run_info(tx, run, shown) for run, shown in rows]
+    Each comes with what its model calls cost (None: it made none), read for
+    the whole page in one query.
+    """
 
-    infos: list[RunInfo] = await engine._transact(read)
+    def read(tx: Tx) -> list[tuple[RunInfo, RunCost | None]]:
+        rows = run_page(
+            tx, reach, limit=limit, before=before, status=status, flow=flow, path=path,
+            filters=filters or RunFilters(),
+        )  # fmt: skip
+        costs = run_costs(tx, [run.id for run, _ in rows])
+        return [(run_info(tx, run, shown), costs.get(run.id)) for run, shown in rows]
+
+    infos: list[tuple[RunInfo, RunCost | None]] = await engine._transact(read)
     return infos
+
+
+def _run(tx: Tx, run_id: str) -> RunRow:
+    run = tx.run(run_id)
+    if run is None:
+        raise RunNotFound(
+            f"No run {run_id} in this store.", hint="List runs with `tidemill runs list`.",
+            context={"run_id": run_id},
+        )  # fmt: skip
+    return run
+
+
+async def run_input(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
+    """The input a run was submitted with, as stored.
+
+    Its `$var:`/`$res:` references are unresolved: a worker resolves them in
+    memory only, when a step uses them, and stores no plaintext.
+
+    Raises:
+        RunNotFound: There is no such run.
+    """
+
+    def read(tx: Tx) -> dict[str, Any]:
+        context = tx.payload(_run(tx, run_id).id, "context", {}) or {}
+        found = context.get("flow_input", {})
+        return dict(found) if isinstance(found, dict) else {}
+
+    found: dict[str, Any] = await engine._transact(read)
+    return found
+
+
+async def run_definition(engine: AsyncEngine, run_id: str) -> tuple[RunRow, dict[str, Any]]:
+    """A run and the flow definition it executes, as stored with it (a child run: its root's).
+
+    Raises:
+        RunNotFound: There is no such run (or its definition is gone).
+    """
+
+    def read(tx: Tx) -> tuple[RunRow, dict[str, Any]]:
+        run = _run(tx, run_id)
+        body = tx.definition(run.digest)
+        if body is None:
+            raise RunNotFound(
+                f"Run {run_id}'s flow definition is not in this store.",
+                context={"run_id": run_id, "digest": run.digest},
+            )
+        return run, json.loads(body)
+
+    found: tuple[RunRow, dict[str, Any]] = await engine._transact(read)
+    return found
+
+
+async def tail_start(engine: AsyncEngine, run_id: str, count: int) -> int:
+    """The event id after which a run's last `count` events come (0: its latest event's).
+
+    Raises:
+        RunNotFound: There is no such run.
+    """
+
+    def read(tx: Tx) -> int:
+        run = _run(tx, run_id)
+        own = None if run.parent_id is None else run.id
+        return event_tail(tx, run.root_id, count, run_id=own)
+
+    start: int = await engine._transact(read)
+    return start
 
 
 async def approvals_with_runs(

@@ -28,7 +28,7 @@ class ServerState:
     """The in-process worker's metrics, served at `/metrics` (None: not installed)."""
 
 
-def state_of(request: Request) -> ServerState:
-    """The state of the server answering `request`."""
+async def state_of(request: Request) -> ServerState:
+    """The state of the server answering `request` (async: no thread hop per request)."""
     state: ServerState = request.app.state.tidemill
     return state

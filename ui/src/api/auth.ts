@@ -4,12 +4,17 @@ import type { Me } from './types'
 
 export const meKey = ['auth', 'me'] as const
 
-/** Who is signed in; `null` when no one is (a 401). */
+/** Who is signed in (and remember their session's CSRF token); `null` when no one is (a 401). */
 export async function fetchMe(): Promise<Me | null> {
   try {
-    return await unwrap(api.GET('/api/auth/me'))
+    const me = await unwrap(api.GET('/api/auth/me'))
+    setCsrfToken(me.csrf ?? null)
+    return me
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return null
+    if (err instanceof ApiError && err.status === 401) {
+      setCsrfToken(null)
+      return null
+    }
     throw err
   }
 }

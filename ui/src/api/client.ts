@@ -1,30 +1,32 @@
 /** The one HTTP client of the UI: typed from the server's OpenAPI document. */
 import createClient, { type Middleware } from 'openapi-fetch'
-import type { paths } from './schema'
+import type { components, paths } from './schema'
 
 export const CSRF_HEADER = 'X-CSRF-Token'
-const CSRF_COOKIE = 'tidemill_csrf'
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 let csrfToken: string | null = null
 
-/** Remember the session's CSRF token (from the sign-in answer). */
+/** Remember the session's CSRF token (from `/api/auth/me` or the sign-in answer; null: none). */
 export function setCsrfToken(token: string | null): void {
   csrfToken = token
 }
 
-/** The CSRF token: the one sign-in answered, else the session's readable cookie (after a reload). */
+/** The CSRF token that requests which change something send (null for a token caller). */
 export function currentCsrfToken(): string | null {
-  if (csrfToken) return csrfToken
-  if (typeof document === 'undefined') return null
-  for (const part of document.cookie.split(';')) {
-    const [name, ...rest] = part.trim().split('=')
-    if (name === CSRF_COOKIE) return decodeURIComponent(rest.join('='))
-  }
-  return null
+  return csrfToken
 }
 
-/** An error the API answered: `{type, message, hint, problems}`. */
+/** What every error answer of the API holds (the document declares it on each operation). */
+export type ErrorBody = components['schemas']['ErrorBody']
+
+function isErrorBody(body: unknown): body is ErrorBody {
+  if (typeof body !== 'object' || body === null) return false
+  const { type, message } = body as Partial<ErrorBody>
+  return typeof type === 'string' && typeof message === 'string'
+}
+
+/** An error the API answered (an `ErrorBody`), or an answer that is none (a proxy's page, ...). */
 export class ApiError extends Error {
   readonly status: number
   readonly type: string
@@ -32,14 +34,13 @@ export class ApiError extends Error {
   readonly problems: string[]
 
   constructor(status: number, body: unknown) {
-    const obj = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
-    const message = typeof obj.message === 'string' ? obj.message : `The server answered ${status}.`
-    super(message)
+    const error = isErrorBody(body) ? body : null
+    super(error?.message ?? `The server answered ${status}.`)
     this.name = 'ApiError'
     this.status = status
-    this.type = typeof obj.type === 'string' ? obj.type : 'Error'
-    this.hint = typeof obj.hint === 'string' ? obj.hint : null
-    this.problems = Array.isArray(obj.problems) ? obj.problems.map(String) : []
+    this.type = error?.type ?? 'Error'
+    this.hint = error?.hint ?? null
+    this.problems = error?.problems ?? []
   }
 }
 

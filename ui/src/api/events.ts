@@ -16,16 +16,25 @@ const CHANGES = new Set([
   'tool_result',
 ])
 
+/** How many of a run's latest events a page opens with (`?tail=`): a long run's history is not replayed. */
+export const TAIL = 1000
+
 /**
  * Follow a run's events over SSE (`GET /api/runs/{id}/events`).
  *
  * `active`: whether the run is queued, running or waiting (from the run's status).
  * The browser's EventSource resumes with `Last-Event-ID` by itself when the
  * connection drops; the stream is closed once the run's own `run_finished`
- * arrives. Every event is kept (they carry the logs), and the queries the
- * event may change are refetched.
+ * arrives. It opens with the run's last `TAIL` events (`?tail=`), then
+ * continues after the last one it saw (a reconnect's `Last-Event-ID` wins
+ * over `tail`). Every event is kept (they carry the logs), and the queries
+ * the event may change are refetched. `truncated`: events before the first
+ * one kept were left out.
  */
-export function useRunEvents(runId: string, active: boolean): { events: RunEvent[]; live: boolean } {
+export function useRunEvents(
+  runId: string,
+  active: boolean,
+): { events: RunEvent[]; live: boolean; truncated: boolean } {
   const [events, setEvents] = useState<RunEvent[]>([])
   const [live, setLive] = useState(false)
   const [generation, setGeneration] = useState(0)
@@ -49,7 +58,8 @@ export function useRunEvents(runId: string, active: boolean): { events: RunEvent
 
   useEffect(() => {
     if (typeof EventSource === 'undefined') return
-    const source = new EventSource(`/api/runs/${encodeURIComponent(runId)}/events?after=${lastId.current}`)
+    const start = lastId.current > 0 ? `after=${lastId.current}` : `tail=${TAIL}`
+    const source = new EventSource(`/api/runs/${encodeURIComponent(runId)}/events?${start}`)
     let pending: number | undefined
     // Events are appended in batches: a finished run replays all its events at once.
     let buffer: RunEvent[] = []
@@ -109,5 +119,7 @@ export function useRunEvents(runId: string, active: boolean): { events: RunEvent
     }
   }, [runId, client, generation])
 
-  return { events, live }
+  // A tail of TAIL events that does not begin with the run's first one left earlier ones out.
+  const truncated = events.length >= TAIL && events[0]?.kind !== 'run_queued'
+  return { events, live, truncated }
 }

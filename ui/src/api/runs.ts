@@ -7,6 +7,13 @@ export const ACTIVE: ReadonlySet<string> = new Set(['queued', 'running', 'waitin
 export interface RunFilters {
   status?: RunStatus
   path?: string
+  /** A folder (`f/team/`), optionally with more of the path. */
+  path_prefix?: string
+  /** Who started the runs (the user they run as). */
+  started_by?: string
+  /** Submitted at or after / before these times, in seconds since the epoch. */
+  started_after?: number
+  started_before?: number
 }
 
 const PAGE = 50
@@ -77,20 +84,14 @@ export function useTranscript(runId: string, stepId: string, enabled: boolean) {
   })
 }
 
-/** The flow document a run ran: the workspace item at its path and version. */
-export function useRunFlow(run: Run | undefined) {
-  const path = run?.path ?? null
-  const version = run?.version ?? null
+/** The flow definition a run executes, as stored with it (a draft's, or a Python-submitted flow, too). */
+export function useRunFlow(runId: string) {
   return useQuery({
-    queryKey: ['items', path, 'version', version],
-    queryFn: () =>
-      unwrap(
-        api.GET('/api/items/{path}', {
-          params: { path: { path: path ?? '' }, query: version ? { version } : {} },
-        }),
-      ),
-    enabled: path !== null && !run?.draft,
+    // Not under ['runs', runId]: the events' refreshes of the run need not read it again.
+    queryKey: ['run-flows', runId],
+    queryFn: () => unwrap(api.GET('/api/runs/{run_id}/flow', { params: { path: { run_id: runId } } })),
     retry: false,
+    // What a run executes never changes after it was submitted.
     staleTime: Infinity,
   })
 }

@@ -26,7 +26,7 @@ export default function ItemEditor({ item, onDone }: { item: Item; onDone: () =>
         api.PUT('/api/items/{path}', {
           params: { path: { path: item.path } },
           // A flow is sent as its YAML text: the server parses and checks it.
-          body: { kind: item.kind, value: text, message, base_version: item.version, secret: false },
+          body: { kind: item.kind, value: text, message, base_version: item.version },
         }),
       ),
     onSuccess: async () => {

@@ -19,12 +19,19 @@ type Props = {
   waits: RunWait[]
   /** The run's pending waits the caller may decide. */
   approvals: Approval[]
+  /** Whether the run's earlier events were left out (the page opened with its latest ones). */
+  truncated?: boolean
   onClose: () => void
 }
 
-export function StepDrawer({ runId, step, state, events, waits, approvals, onClose }: Props) {
-  const mine = events.filter((e) => e.step_id === step.id)
+export function StepDrawer({ runId, step, state, events, waits, approvals, truncated = false, onClose }: Props) {
+  // Each event names its job (attempt): the step's own are those of its jobs in this run.
+  const attemptOf = new Map((state?.jobs ?? []).map((job) => [job.id, job.attempt]))
+  const mine = events.filter(
+    (e) => (e.job_id != null && attemptOf.has(e.job_id)) || (e.step_id === step.id && e.run_id === runId),
+  )
   const logs = mine.filter((e) => e.kind === 'log')
+  const attempts = new Set(logs.map((e) => e.job_id)).size
   const mineToDecide = approvals.filter((a) => a.step_id === step.id && a.run_id === runId)
   const wait = mineToDecide.length ? undefined : waits.find((w) => w.step === step.id && w.approval_id)
   const isAgent = step.kind === 'ai_agent'
@@ -55,7 +62,10 @@ export function StepDrawer({ runId, step, state, events, waits, approvals, onClo
 
       <section>
         <h3>Inputs</h3>
-        <p className="muted small-text">As the flow defines them (expressions are evaluated when the step runs).</p>
+        <p className="muted small-text">
+          As the run's flow defines them (expressions are evaluated when the step runs; the evaluated values are not
+          stored).
+        </p>
         {Object.keys(step.inputs).length === 0 ? <p className="muted">None.</p> : <Json value={step.inputs} />}
       </section>
 
@@ -106,6 +116,7 @@ export function StepDrawer({ runId, step, state, events, waits, approvals, onClo
 
       <section>
         <h3>Logs</h3>
+        {truncated && <p className="muted small-text">Only the run's latest events are shown here.</p>}
         {logs.length === 0 ? (
           <p className="muted">Nothing printed.</p>
         ) : (
@@ -113,8 +124,10 @@ export function StepDrawer({ runId, step, state, events, waits, approvals, onClo
             {logs.map((e) => {
               const text = typeof e.data.text === 'string' ? e.data.text : ''
               const stream = e.data.stream === 'stderr' ? 'stderr' : 'stdout'
+              const attempt = e.job_id != null ? attemptOf.get(e.job_id) : undefined
               return (
-                <span key={e.id} className={`log-${stream}`}>
+                <span key={e.id} className={`log-${stream}`} data-job-id={e.job_id ?? undefined}>
+                  {attempts > 1 && attempt !== undefined && <em className="muted">[attempt {attempt}] </em>}
                   {text}
                   {e.data.truncated === true && <em> [cut: the whole chunk is in the run's logs]</em>}
                 </span>
@@ -135,8 +148,12 @@ export function StepDrawer({ runId, step, state, events, waits, approvals, onClo
             {mine
               .filter((e) => e.kind !== 'log')
               .map((e) => (
-                <li key={e.id}>
-                  <span className="muted">{formatTime(e.at)}</span> <code>{e.kind}</code> {eventSummary(e)}
+                <li key={e.id} data-job-id={e.job_id ?? undefined}>
+                  <span className="muted">{formatTime(e.at)}</span> <code>{e.kind}</code>
+                  {e.job_id != null && attemptOf.has(e.job_id) && (
+                    <span className="muted"> #{attemptOf.get(e.job_id)}</span>
+                  )}{' '}
+                  {eventSummary(e)}
                 </li>
               ))}
           </ol>

@@ -62,6 +62,20 @@ describe('flowSteps', () => {
     ])
   })
 
+  it('reads a definition as the engine stores it, every kind key null but its own', () => {
+    const unset = { script: null, identity: null, flow: null, branch: null, parallel: null, for_each: null }
+    const steps = flowSteps({
+      steps: [
+        { ...unset, id: 'a', needs: null, approval: null, script: { code: 'def main(): pass' } },
+        { ...unset, id: 'b', needs: null, approval: { message: 'ok?' } },
+      ],
+    })
+    expect(steps.map((s) => [s.id, s.kind, s.needs])).toEqual([
+      ['a', 'script', []],
+      ['b', 'approval', ['a']],
+    ])
+  })
+
   it('reads nothing from something that is not a flow document', () => {
     expect(flowSteps('steps: []')).toEqual([])
     expect(flowSteps(null)).toEqual([])

@@ -24,14 +24,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** Read the steps of a flow document (an object with `steps`); unknown shapes give `[]`. */
+/** Read the steps of a flow document (an object with `steps`), as written or as the engine
+ * stores it (every field, unset ones null); unknown shapes give `[]`. */
 export function flowSteps(document: unknown): FlowStep[] {
   if (!isObject(document) || !Array.isArray(document.steps)) return []
   const steps: FlowStep[] = []
   let previous: string | null = null
   for (const raw of document.steps) {
     if (!isObject(raw) || typeof raw.id !== 'string') continue
-    const kind = STEP_KINDS.find((k) => k in raw) ?? 'step'
+    // A stored definition (`GET /api/runs/{id}/flow`) has every kind's key, null but its own.
+    const kind = STEP_KINDS.find((k) => raw[k] != null) ?? 'step'
     let needs: string[]
     if (Array.isArray(raw.needs)) needs = raw.needs.filter((n): n is string => typeof n === 'string')
     else needs = previous === null ? [] : [previous]

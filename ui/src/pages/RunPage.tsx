@@ -14,7 +14,7 @@ import { elapsed, formatCost, formatDuration, formatTime } from '../lib/format'
 import { stepStates } from '../lib/stepStates'
 import { useNow } from '../lib/useNow'
 
-/** When the flow's document cannot be read: the steps that have jobs, in the order they started. */
+/** When the run's flow cannot be read: the steps that have jobs, in the order they started. */
 function stepsFromJobs(runId: string, jobs: readonly Job[]): FlowStep[] {
   const seen = new Set<string>()
   const steps: FlowStep[] = []
@@ -35,14 +35,14 @@ export function RunPage() {
   const jobs = useJobs(runId, active)
   const waits = useRunWaits(runId, active)
   const usage = useRunUsage(runId)
-  const flow = useRunFlow(run.data)
+  const flow = useRunFlow(runId)
   const approvals = usePendingApprovals(runId, active)
   const now = useNow(active)
-  const { events, live } = useRunEvents(runId, active)
+  const { events, live, truncated } = useRunEvents(runId, active)
   const { cancel, retry } = useRunActions(runId)
 
   const steps = useMemo(() => {
-    const fromFlow = flowSteps(flow.data?.value)
+    const fromFlow = flowSteps(flow.data?.definition)
     return fromFlow.length > 0 ? fromFlow : stepsFromJobs(runId, jobs.data ?? [])
   }, [flow.data, jobs.data, runId])
   const states = useMemo(() => stepStates(runId, jobs.data ?? [], now), [runId, jobs.data, now])
@@ -97,6 +97,13 @@ export function RunPage() {
         <dt>Cost</dt>
         <dd>{usage.data && usage.data.length > 0 ? formatCost(cost) : '—'}</dd>
       </dl>
+      {r.inputs && Object.keys(r.inputs).length > 0 && (
+        <details className="run-inputs">
+          <summary>Inputs</summary>
+          <p className="muted small-text">As submitted: workspace references ($var:, $res:) stay unresolved.</p>
+          <Json value={r.inputs} />
+        </details>
+      )}
       {(waits.data ?? []).some((w) => w.approval_id) && (
         <p className="notice">
           This run waits for a decision.{' '}
@@ -113,7 +120,10 @@ export function RunPage() {
       )}
       <ErrorBox error={jobs.error} />
       <div className={`run-body${selectedStep ? ' with-drawer' : ''}`}>
-        {steps.length > 0 ? (
+        {flow.isPending ? (
+          // Laid out once, from the run's flow: not first from its jobs, then again.
+          <p className="muted">Loading the steps…</p>
+        ) : steps.length > 0 ? (
           <RunDag
             steps={steps}
             states={states}
@@ -130,6 +140,7 @@ export function RunPage() {
             events={events}
             waits={waits.data ?? []}
             approvals={approvals.data ?? []}
+            truncated={truncated}
             onClose={() => select(undefined)}
           />
         )}

@@ -1,24 +1,43 @@
 import { Link, useNavigate, useSearch } from '@tanstack/react-router'
 import { type FormEvent, useEffect, useState } from 'react'
 import { useRunPages } from '../api/runs'
-import type { Run, RunStatus } from '../api/types'
+import type { RunItem, RunStatus } from '../api/types'
 import { ErrorBox } from '../components/ErrorBox'
 import { StatusBadge } from '../components/StatusBadge'
-import { elapsed, formatDuration, formatTime } from '../lib/format'
+import { elapsed, formatCost, formatDuration, formatTime } from '../lib/format'
+import { type RunsSearch, filtersOf } from '../lib/runFilters'
 
 const STATUSES: RunStatus[] = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled']
 
 export function RunsPage() {
-  const search = useSearch({ from: '/authed/runs' })
+  const search: RunsSearch = useSearch({ from: '/authed/runs' })
   const navigate = useNavigate({ from: '/runs' })
   const [path, setPath] = useState(search.path ?? '')
+  const [folder, setFolder] = useState(search.folder ?? '')
+  const [by, setBy] = useState(search.by ?? '')
+  const [from, setFrom] = useState(search.from ?? '')
+  const [to, setTo] = useState(search.to ?? '')
   useEffect(() => setPath(search.path ?? ''), [search.path])
-  const runs = useRunPages({ status: search.status, path: search.path })
+  useEffect(() => setFolder(search.folder ?? ''), [search.folder])
+  useEffect(() => setBy(search.by ?? ''), [search.by])
+  useEffect(() => setFrom(search.from ?? ''), [search.from])
+  useEffect(() => setTo(search.to ?? ''), [search.to])
+  const runs = useRunPages(filtersOf(search))
   const rows = runs.data?.pages.flatMap((p) => p.runs) ?? []
+  const filtered = Boolean(search.status || search.path || search.folder || search.by || search.from || search.to)
 
   const applyPath = (e: FormEvent) => {
     e.preventDefault()
-    void navigate({ search: (s) => ({ ...s, path: path.trim() || undefined }) })
+    void navigate({
+      search: (s) => ({
+        ...s,
+        path: path.trim() || undefined,
+        folder: folder.trim() || undefined,
+        by: by.trim() || undefined,
+        from: from || undefined,
+        to: to || undefined,
+      }),
+    })
   }
 
   return (
@@ -51,10 +70,33 @@ export function RunsPage() {
           <label htmlFor="runs-path">Flow path</label>
           <input id="runs-path" placeholder="f/team/flow" value={path} onChange={(e) => setPath(e.target.value)} />
         </div>
+        <div className="field inline">
+          <label htmlFor="runs-folder">Folder</label>
+          <input
+            id="runs-folder"
+            placeholder="f/team/"
+            pattern="[a-z]/[^/]+(/.*)?"
+            title="A folder, like f/team/ or u/max/"
+            value={folder}
+            onChange={(e) => setFolder(e.target.value)}
+          />
+        </div>
+        <div className="field inline">
+          <label htmlFor="runs-by">Started by</label>
+          <input id="runs-by" placeholder="user" value={by} onChange={(e) => setBy(e.target.value)} />
+        </div>
+        <div className="field inline">
+          <label htmlFor="runs-from">From</label>
+          <input id="runs-from" type="date" value={from} onChange={(e) => setFrom(e.target.value)} />
+        </div>
+        <div className="field inline">
+          <label htmlFor="runs-to">To</label>
+          <input id="runs-to" type="date" value={to} onChange={(e) => setTo(e.target.value)} />
+        </div>
         <button type="submit" className="small">
           Filter
         </button>
-        {(search.status || search.path) && (
+        {filtered && (
           <button type="button" className="small link" onClick={() => void navigate({ search: {} })}>
             Clear filters
           </button>
@@ -64,7 +106,7 @@ export function RunsPage() {
       {runs.isPending ? (
         <p className="muted">Loading runs…</p>
       ) : rows.length === 0 ? (
-        <p className="muted">No runs{search.status || search.path ? ' match these filters' : ' yet'}.</p>
+        <p className="muted">No runs{filtered ? ' match these filters' : ' yet'}.</p>
       ) : (
         <table className="table runs">
           <thead>
@@ -75,6 +117,7 @@ export function RunsPage() {
               <th>Started at</th>
               <th>Duration</th>
               <th>Version</th>
+              <th>Cost</th>
             </tr>
           </thead>
           <tbody>
@@ -98,7 +141,7 @@ export function RunsPage() {
   )
 }
 
-function RunRow({ run }: { run: Run }) {
+function RunRow({ run }: { run: RunItem }) {
   return (
     <tr data-run-id={run.id}>
       <td>
@@ -114,6 +157,17 @@ function RunRow({ run }: { run: Run }) {
       <td>{formatTime(run.created_at)}</td>
       <td>{formatDuration(elapsed(run.created_at, run.finished_at))}</td>
       <td>{run.version ? `v${run.version}` : run.draft ? 'draft' : '—'}</td>
+      <td title={costTitle(run)}>
+        {formatCost(run.cost_usd)}
+        {run.cost_usd != null && (run.unpriced_calls ?? 0) > 0 && '+'}
+      </td>
     </tr>
   )
+}
+
+function costTitle(run: RunItem): string | undefined {
+  const calls = run.model_calls ?? 0
+  if (calls === 0) return 'No model calls'
+  const unpriced = run.unpriced_calls ?? 0
+  return `${calls} model call${calls === 1 ? '' : 's'}${unpriced ? `, ${unpriced} not priced (left out)` : ''}`
 }

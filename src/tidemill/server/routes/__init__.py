@@ -12,6 +12,7 @@ from tidemill.server.routes import (
     _items,
     _items_sync,
     _people,
+    _run_details,
     _runs,
     _system,
 )
@@ -26,6 +27,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     _items_sync.router,
     _people.router,
     _runs.router,
+    _run_details.router,
     _events.router,
     _approvals.router,
 )

@@ -11,19 +11,21 @@ line every `KEEPALIVE` seconds keeps idle connections open through proxies.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path, Query
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from tidemill.engine import RunEvent
+from tidemill.engine._run_pages import tail_start
 from tidemill.server._caller import SignedIn, requires
+from tidemill.server._event_hub import EventHub
 from tidemill.server._run_access import RunAccess, run_path
 from tidemill.server._state import ServerState, state_of
+from tidemill.server.routes._params import BIGINT_MAX, After
 
 __all__ = ["KEEPALIVE", "EventOut", "router"]
 
@@ -39,6 +41,8 @@ class EventOut(BaseModel):
     id: int
     run_id: str
     step_id: str | None
+    job_id: int | None = None
+    """The job (step attempt) it is about, if any: a step's attempts tell apart."""
     kind: str
     data: dict[str, Any]
     at: float
@@ -46,8 +50,8 @@ class EventOut(BaseModel):
     @classmethod
     def of(cls, event: RunEvent) -> EventOut:
         return cls(
-            id=event.id, run_id=event.run_id, step_id=event.step_id, kind=event.kind,
-            data=event.data, at=event.at,
+            id=event.id, run_id=event.run_id, step_id=event.step_id, job_id=event.job_id,
+            kind=event.kind, data=event.data, at=event.at,
         )  # fmt: skip
 
 
@@ -56,32 +60,19 @@ def _frame(event: RunEvent) -> bytes:
     return f"id: {event.id}\nevent: {event.kind}\ndata: {body}\n\n".encode()
 
 
-async def _stream(state: ServerState, run_id: str, after: int) -> AsyncIterator[bytes]:
-    queue: asyncio.Queue[RunEvent | None] = asyncio.Queue(maxsize=1000)
+def hub_of(request: Request, state: ServerState) -> EventHub:
+    """The app's event hub (one per server process: one store poller for every subscriber)."""
+    hub: EventHub | None = getattr(request.app.state, "tidemill_event_hub", None)
+    if hub is None or hub.engine is not state.engine:  # a new lifespan has a new engine
+        hub = EventHub(state.engine, _frame)
+        request.app.state.tidemill_event_hub = hub
+    return hub
 
-    async def pump() -> None:
-        try:
-            async for event in state.engine.follow(run_id, after=after):
-                await queue.put(event)
-        finally:
-            await queue.put(None)
 
-    task = asyncio.create_task(pump())
-    try:
-        yield b"retry: 1000\n\n"
-        while True:
-            try:
-                event = await asyncio.wait_for(queue.get(), KEEPALIVE)
-            except TimeoutError:
-                yield b": keep-alive\n\n"
-                continue
-            if event is None:
-                break
-            yield _frame(event)
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+async def _stream(hub: EventHub, run_id: str, after: int) -> AsyncIterator[bytes]:
+    yield b"retry: 1000\n\n"
+    async for batch in hub.follow(run_id, after=after, idle=KEEPALIVE):
+        yield b"".join(frame for _, frame in batch) if batch else b": keep-alive\n\n"
 
 
 @router.get(
@@ -90,25 +81,32 @@ async def _stream(state: ServerState, run_id: str, after: int) -> AsyncIterator[
     responses={200: {"content": {"text/event-stream": {}}, "description": "The run's events."}},
 )
 async def events(
+    request: Request,
     run_id: Annotated[str, Path(min_length=1, max_length=100)],
     who: SignedIn,
     state: Annotated[ServerState, Depends(state_of)],
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: After = 0,
+    tail: Annotated[int | None, Query(ge=0, le=1000)] = None,
     last_event_id: Annotated[str | None, Header(max_length=40)] = None,
 ) -> StreamingResponse:
     """Stream the run's events (server-sent events) after `Last-Event-ID` (or `after`).
 
-    The stream ends after the run's `run_finished`. Each message's `data` is an `EventOut`.
+    `tail=N` starts with the run's last N events instead (`tail=0`: only new
+    ones), so opening a long run does not replay its history; a reconnect's
+    `Last-Event-ID` wins over it. The stream ends after the run's
+    `run_finished`. Each message's `data` is an `EventOut`.
     """
-    access = await RunAccess.of(who)
-    info = await state.engine.get(run_id)
+    # Both reads at once: the store runs them back to back, with one wait between.
+    access, info = await asyncio.gather(RunAccess.of(who), state.engine.get(run_id))
     access.check_see(run_id, info.run_as, info.source)
     who.require("runs", "read", run_path(access.workspace, info.source))
     start = after
     if last_event_id is not None and last_event_id.strip().isdigit():
-        start = max(start, int(last_event_id.strip()))
+        start = max(start, min(int(last_event_id.strip()), BIGINT_MAX))
+    elif tail is not None:
+        start = max(start, await tail_start(state.engine, run_id, tail))
     return StreamingResponse(
-        _stream(state, run_id, start),
+        _stream(hub_of(request, state), run_id, start),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
@@ -119,7 +117,7 @@ async def event_page(
     run_id: Annotated[str, Path(min_length=1, max_length=100)],
     who: SignedIn,
     state: Annotated[ServerState, Depends(state_of)],
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: After = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 500,
 ) -> list[EventOut]:
     """Up to `limit` of the run's events after the event `after`, without waiting for more."""

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tidemill.server.routes._params import BIGINT_MAX
 from tidemill.workspace import (
     Draft,
     FolderChange,
@@ -103,7 +104,7 @@ class WriteIn(BaseModel):
     secret: bool = False
     """A variable whose value is encrypted and never shown again (not even here)."""
     message: str = _TEXT
-    base_version: int | None = Field(default=None, ge=0)
+    base_version: int | None = Field(default=None, ge=0, le=BIGINT_MAX)
     """Refuse the write with 409 unless the item is at this version (0: it does not exist)."""
 
 
@@ -140,7 +141,7 @@ class ClearedOut(BaseModel):
 class RestoreIn(BaseModel):
     """An old version to write forward as a new one."""
 
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, le=BIGINT_MAX)
     message: str = _TEXT
 
 

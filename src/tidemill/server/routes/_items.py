@@ -23,6 +23,7 @@ from tidemill.server.routes._item_models import (
     VersionInfo,
     WriteIn,
 )
+from tidemill.server.routes._params import Version
 from tidemill.workspace import Item, ItemKind, ItemPath
 
 __all__ = ["checked_path", "router"]
@@ -78,9 +79,7 @@ async def search(
 
 
 @router.get("/items/{path:path}", response_model=ItemOut)
-async def read_item(
-    path: str, who: SignedIn, version: Annotated[int | None, Query(ge=1)] = None
-) -> ItemOut:
+async def read_item(path: str, who: SignedIn, version: Version | None = None) -> ItemOut:
     """An item as deployed, or one of its past `version`s; a secret's value is null."""
     path = checked_path(who, path, "read")
     return ItemOut.of(await who.ws.get(path, version=version))
@@ -136,8 +135,8 @@ async def restore(path: str, body: RestoreIn, who: SignedIn) -> ItemOut:
 async def diff(
     path: str,
     who: SignedIn,
-    old: Annotated[int, Query(ge=1)],
-    new: Annotated[int | None, Query(ge=1)] = None,
+    old: Version,
+    new: Version | None = None,
 ) -> DiffOut:
     """A unified diff from version `old` to `new` (default: the current one).
 

@@ -10,6 +10,7 @@ for the CLI and Python alike.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -20,10 +21,11 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
 from tidemill.engine import RunInfo, Wait
-from tidemill.engine._run_pages import runs_page
+from tidemill.engine._run_pages import RunCost, RunFilters, run_input, runs_page
 from tidemill.server._caller import Caller, SignedIn, requires
 from tidemill.server._run_access import RunAccess, run_path
 from tidemill.server._state import ServerState, state_of
+from tidemill.server.routes._params import After
 from tidemill.store import JobRow, LogRow
 from tidemill.types import Message
 
@@ -74,6 +76,9 @@ class RunOut(BaseModel):
     items: dict[str, Any] | None = None
     """The version of each workspace script and flow it included."""
     memory_id: str | None = None
+    inputs: dict[str, Any] | None = None
+    """The flow's input as submitted, its `$var:`/`$res:` references unresolved
+    (only in `GET /api/runs/{id}`)."""
 
     @classmethod
     def of(cls, info: RunInfo, workspace: str) -> RunOut:
@@ -91,10 +96,31 @@ class RunOut(BaseModel):
         )  # fmt: skip
 
 
+class RunItem(RunOut):
+    """A run in a page of `GET /api/runs`, with what its model calls cost."""
+
+    cost_usd: float | None = None
+    """USD, summed over its (and its child runs') priced model calls, as
+    `GET /api/runs/{id}/usage` lists them; None: none was priced."""
+    model_calls: int = 0
+    unpriced_calls: int = 0
+    """Model calls with no price, left out of `cost_usd`."""
+
+    @classmethod
+    def costed(cls, info: RunInfo, cost: RunCost | None, workspace: str) -> RunItem:
+        item = cls.of(info, workspace)
+        assert isinstance(item, RunItem)
+        if cost is not None:
+            item.cost_usd, item.model_calls, item.unpriced_calls = (
+                cost.cost_usd, cost.calls, cost.unpriced
+            )  # fmt: skip
+        return item
+
+
 class RunPage(BaseModel):
     """A page of runs, newest first; pass `next_cursor` as `cursor` for the next one."""
 
-    runs: list[RunOut]
+    runs: list[RunItem]
     next_cursor: str | None
     """None: this is the last page."""
 
@@ -244,8 +270,8 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
 async def _visible(who: Caller, state: ServerState, run_id: str) -> tuple[RunAccess, RunInfo]:
     """The run, when the caller may see it (else `RunNotFound`)."""
     who.require("runs", "read")
-    access = await RunAccess.of(who)
-    info = await state.engine.get(run_id)
+    # Both reads at once: the store runs them back to back, with one wait between.
+    access, info = await asyncio.gather(RunAccess.of(who), state.engine.get(run_id))
     access.check_see(run_id, info.run_as, info.source)
     return access, info
 
@@ -270,32 +296,48 @@ async def list_runs(
     status: ShownStatus | None = None,
     path: Annotated[str | None, Query(min_length=1, max_length=500)] = None,
     flow: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    path_prefix: Annotated[
+        str | None, Query(min_length=3, max_length=500, pattern=r"^[a-z]/[^/]+(/.*)?$")
+    ] = None,
+    started_after: Annotated[float | None, Query(ge=0)] = None,
+    started_before: Annotated[float | None, Query(ge=0)] = None,
+    started_by: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(min_length=1, max_length=400)] = None,
 ) -> RunPage:
     """The top-level runs the caller may see, newest first, a page at a time.
 
-    Filter by `status` (as shown), workspace `path` or `flow` name; pass the
-    answer's `next_cursor` as `cursor` for the next page.
+    Filter by `status` (as shown), workspace `path`, `flow` name, `path_prefix`
+    (a folder, `f/team/`, optionally with more of the path), submission time
+    (`started_after` inclusive, `started_before` exclusive, in seconds since
+    the epoch) and `started_by` (the user it runs as); pass the answer's
+    `next_cursor` as `cursor` for the next page. Each run has its model cost.
     """
     who.require("runs", "read")
     before = None if cursor is None else decode_cursor(cursor)
+    filters = RunFilters(path_prefix, started_after, started_before, started_by)
     access = await RunAccess.of(who)
-    infos = await runs_page(
+    rows = await runs_page(
         state.engine, access.reach(), limit=limit, before=before, status=status, flow=flow,
-        path=path,
+        path=path, filters=filters,
     )  # fmt: skip
-    next_cursor = encode_cursor(infos[-1]) if len(infos) == limit else None
+    next_cursor = encode_cursor(rows[-1][0]) if len(rows) == limit else None
     # The store filtered on what SQL can tell; the permission module has the last word.
-    shown = [RunOut.of(i, access.workspace) for i in infos if access.may_see(i.run_as, i.source)]
+    shown = [
+        RunItem.costed(i, cost, access.workspace)
+        for i, cost in rows
+        if access.may_see(i.run_as, i.source)
+    ]
     return RunPage(runs=shown, next_cursor=next_cursor)
 
 
 @router.get("/{run_id}", response_model=RunOut)
 async def show(run_id: RunId, who: SignedIn, state: State) -> RunOut:
-    """The run as it stands (its result once it succeeded)."""
+    """The run as it stands (its result once it succeeded), with its `inputs`."""
     access, info = await _visible(who, state, run_id)
-    return RunOut.of(info, access.workspace)
+    shown = RunOut.of(info, access.workspace)
+    shown.inputs = await run_input(state.engine, run_id)
+    return shown
 
 
 @router.post("/{run_id}/cancel", response_model=RunOut)
@@ -332,7 +374,7 @@ async def logs(
     run_id: RunId,
     who: SignedIn,
     state: State,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: After = 0,
 ) -> list[LogOut]:
     """What the run's steps printed, in order, after the chunk `after` (0: from the start)."""
     await _visible(who, state, run_id)

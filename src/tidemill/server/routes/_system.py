@@ -11,6 +11,7 @@ from tidemill._version import __version__
 from tidemill.errors import PermissionDenied
 from tidemill.server._caller import SignedIn, requires
 from tidemill.server._state import ServerState, state_of
+from tidemill.server.routes._params import After
 
 __all__ = ["router"]
 
@@ -70,7 +71,7 @@ async def audit(
     actor: str | None = None,
     action: str | None = None,
     path: str | None = None,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: After = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[AuditOut]:
     """Audit rows, oldest first, after the id `after` (workspace admins; scope `audit:read`)."""
