@@ -325,11 +325,18 @@ def _decision(approval: ApprovalRow, path: str, now: float) -> Wait:
 
 
 def _who(approvers: list[str]) -> str:
+    """Who may decide, in words (a group as "a member of g/<group>").
+
+    Examples:
+        >>> _who([]), _who(["alice"]), _who(["alice", "g/support"])
+        ('anyone', 'alice', 'alice or a member of g/support')
+    """
     if not approvers:
         return "anyone"
-    if len(approvers) == 1:
-        return approvers[0]
-    return ", ".join(approvers[:-1]) + " or " + approvers[-1]
+    named = [f"a member of {a}" if a.startswith("g/") else a for a in approvers]
+    if len(named) == 1:
+        return named[0]
+    return ", ".join(named[:-1]) + " or " + named[-1]
 
 
 def _commands(kind: str, approval: ApprovalRow) -> tuple[str, ...]:
@@ -342,9 +349,13 @@ def _commands(kind: str, approval: ApprovalRow) -> tuple[str, ...]:
         ...     print(command)
         tidemill approvals extend a1 --to 4 --as alice
         tidemill approvals extend a1 --stop --as alice
+        >>> row.approvers = ["g/support"]
+        >>> _commands("approval", row)[0]
+        'tidemill approvals approve a1 --as NAME'
     """
     id_, approvers = approval.id, approval.approvers
-    as_ = "" if not approvers else f" --as {approvers[0] if len(approvers) == 1 else 'NAME'}"
+    only = approvers[0] if len(approvers) == 1 and not approvers[0].startswith("g/") else None
+    as_ = "" if not approvers else f" --as {only or 'NAME'}"  # a group's member: NAME
     if kind == "question":
         actions = [f'answer {id_} --text "ANSWER"']
     elif kind == "budget":
