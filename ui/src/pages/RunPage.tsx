@@ -1,18 +1,20 @@
 import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router'
-import { useMemo } from 'react'
+import { lazy, Suspense, useMemo } from 'react'
 import { usePendingApprovals } from '../api/approvals'
 import { useRunEvents } from '../api/events'
 import { ACTIVE, useJobs, useRun, useRunActions, useRunFlow, useRunUsage, useRunWaits } from '../api/runs'
 import type { Job } from '../api/types'
 import { ErrorBox } from '../components/ErrorBox'
 import { Json } from '../components/Json'
-import { RunDag } from '../components/RunDag'
 import { StatusBadge } from '../components/StatusBadge'
 import { StepDrawer } from '../components/StepDrawer'
 import { type FlowStep, flowSteps } from '../lib/flowSteps'
 import { elapsed, formatCost, formatDuration, formatTime } from '../lib/format'
 import { stepStates } from '../lib/stepStates'
 import { useNow } from '../lib/useNow'
+
+// React Flow is most of the bundle: it loads with the first run page, not with sign-in.
+const RunDag = lazy(() => import('../components/RunDag').then((m) => ({ default: m.RunDag })))
 
 /** When the run's flow cannot be read: the steps that have jobs, in the order they started. */
 function stepsFromJobs(runId: string, jobs: readonly Job[]): FlowStep[] {
@@ -124,11 +126,13 @@ export function RunPage() {
           // Laid out once, from the run's flow: not first from its jobs, then again.
           <p className="muted">Loading the steps…</p>
         ) : steps.length > 0 ? (
-          <RunDag
-            steps={steps}
-            states={states}
-            ended={!ACTIVE.has(r.status)}
-            selected={selected ?? null} onSelect={(id) => select(id === selected ? undefined : id)} />
+          <Suspense fallback={<p className="muted">Loading the graph…</p>}>
+            <RunDag
+              steps={steps}
+              states={states}
+              ended={!ACTIVE.has(r.status)}
+              selected={selected ?? null} onSelect={(id) => select(id === selected ? undefined : id)} />
+          </Suspense>
         ) : (
           <p className="muted">No steps have started yet.</p>
         )}
