@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import threading
 import uuid
@@ -169,3 +170,17 @@ def live(server_store: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
     """A server on a workspace of its own, with the team, and a worker in its process."""
     with serving(server_store, monkeypatch) as running:
         yield running
+
+
+def sse_messages(text: str) -> list[dict[str, Any]]:
+    """The SSE messages of `text`, each with its id, event and data (parsed JSON)."""
+    messages = []
+    for block in text.split("\n\n"):
+        fields: dict[str, Any] = {}
+        for line in block.splitlines():
+            name, _, value = line.partition(": ")
+            if name in ("id", "event", "data"):
+                fields[name] = json.loads(value) if name == "data" else value
+        if "data" in fields:
+            messages.append(fields)
+    return messages

@@ -4,13 +4,12 @@ and inputs, and its events with their job and from the end."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.server.conftest import Live
+from tests.server.conftest import Live, sse_messages
 
 from tidemill import Engine, Flow
 from tidemill.store import RunReach, Store, StoreURL, Tx, run_page, upgrade
@@ -84,19 +83,6 @@ def record_usage(live: Live, run_id: str, costs: list[float | None]) -> None:
             await store.close()
 
     asyncio.run(write())
-
-
-def parse(text: str) -> list[dict[str, Any]]:
-    messages = []
-    for block in text.split("\n\n"):
-        fields: dict[str, Any] = {}
-        for line in block.splitlines():
-            name, _, value = line.partition(": ")
-            if name in ("id", "event", "data"):
-                fields[name] = json.loads(value) if name == "data" else value
-        if "data" in fields:
-            messages.append(fields)
-    return messages
 
 
 def test_each_run_of_the_list_has_its_cost_as_its_usage_sums_it(live: Live) -> None:
@@ -200,18 +186,18 @@ def test_events_name_their_job_and_start_from_the_end_when_asked(live: Live) -> 
         assert step_events and {e["job_id"] for e in step_events} == {jobs[0]["id"]}
         assert whole[0]["job_id"] is None  # the run's own events are about no job
         with olga.stream("GET", f"/api/runs/{run_id}/events", params={"tail": 2}) as stream:
-            tail = parse(stream.read().decode())
+            tail = sse_messages(stream.read().decode())
         assert [int(m["id"]) for m in tail] == [e["id"] for e in whole[-2:]]
         assert tail[-1]["event"] == "run_finished" and "job_id" in tail[-1]["data"]
         with olga.stream("GET", f"/api/runs/{run_id}/events", params={"tail": 0}) as stream:
-            assert parse(stream.read().decode()) == []  # it ended: nothing new comes
+            assert sse_messages(stream.read().decode()) == []  # it ended: nothing new comes
         with olga.stream(
             "GET",
             f"/api/runs/{run_id}/events",
             params={"tail": 0},
             headers={"Last-Event-ID": str(whole[-3]["id"])},
         ) as stream:  # a reconnect resumes where it stopped, whatever its tail
-            assert [int(m["id"]) for m in parse(stream.read().decode())] == [
+            assert [int(m["id"]) for m in sse_messages(stream.read().decode())] == [
                 e["id"] for e in whole[-2:]
             ]
         assert olga.get(f"/api/runs/{run_id}/events", params={"tail": -1}).status_code == 422

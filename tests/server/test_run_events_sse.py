@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
-from tests.server.conftest import Live
+from tests.server.conftest import Live, sse_messages
 
 THREE_STEPS = {
     "summary": "Three steps that print",
@@ -15,20 +14,6 @@ THREE_STEPS = {
         for n in range(3)
     ],
 }
-
-
-def parse(text: str) -> list[dict[str, Any]]:
-    """The SSE messages of `text`, each with its id, event and data."""
-    messages = []
-    for block in text.split("\n\n"):
-        fields: dict[str, Any] = {}
-        for line in block.splitlines():
-            name, _, value = line.partition(": ")
-            if name in ("id", "event", "data"):
-                fields[name] = json.loads(value) if name == "data" else value
-        if "data" in fields:
-            messages.append(fields)
-    return messages
 
 
 def submit(live: Live, client: httpx.Client) -> str:
@@ -43,7 +28,7 @@ def test_a_run_streams_its_events_to_the_end(live: Live) -> None:
         run_id = submit(live, client)
         with client.stream("GET", f"/api/runs/{run_id}/events") as stream:
             assert stream.headers["content-type"].startswith("text/event-stream")
-            messages = parse(stream.read().decode())
+            messages = sse_messages(stream.read().decode())
     kinds = [m["event"] for m in messages]
     assert kinds[-1] == "run_finished"
     assert messages[-1]["data"]["data"]["status"] == "succeeded"
@@ -58,13 +43,13 @@ def test_a_client_that_reconnects_with_last_event_id_misses_nothing(live: Live) 
     with live.client("olga") as client:
         run_id = submit(live, client)
         with client.stream("GET", f"/api/runs/{run_id}/events") as stream:
-            whole = parse(stream.read().decode())
+            whole = sse_messages(stream.read().decode())
         # A client that saw the first three events, lost its connection, and came back.
         seen = whole[:3]
         with client.stream(
             "GET", f"/api/runs/{run_id}/events", headers={"Last-Event-ID": seen[-1]["id"]}
         ) as stream:
-            rest = parse(stream.read().decode())
+            rest = sse_messages(stream.read().decode())
     assert [m["id"] for m in seen + rest] == [m["id"] for m in whole]
 
 
@@ -83,7 +68,7 @@ def test_a_dropped_live_connection_resumes_where_it_stopped(live: Live) -> None:
             buffer = ""
             for chunk in stream.iter_text():
                 buffer += chunk
-                seen = parse(buffer)
+                seen = sse_messages(buffer)
                 if any(m["event"] == "wait_requested" for m in seen):
                     break  # the connection drops here, mid-run
         wait = next(m for m in seen if m["event"] == "wait_requested")
@@ -92,7 +77,7 @@ def test_a_dropped_live_connection_resumes_where_it_stopped(live: Live) -> None:
         with client.stream(
             "GET", f"/api/runs/{run_id}/events", headers={"Last-Event-ID": seen[-1]["id"]}
         ) as stream:
-            rest = parse(stream.read().decode())
+            rest = sse_messages(stream.read().decode())
         whole = client.get(f"/api/runs/{run_id}/events/page").json()
     assert [int(m["id"]) for m in seen + rest] == [e["id"] for e in whole]
     assert rest[-1]["event"] == "run_finished"

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from tests.server.conftest import Live
+from tests.server.conftest import Live, sse_messages
 
 MESSAGE = "Tell the whole team that the release ships on Thursday morning."
 AGENT_FLOW = {
@@ -21,20 +18,6 @@ AGENT_FLOW = {
 }
 
 
-def parse(text: str) -> list[dict[str, Any]]:
-    """The SSE messages of `text`, each with its id, event and data."""
-    messages = []
-    for block in text.split("\n\n"):
-        fields: dict[str, Any] = {}
-        for line in block.splitlines():
-            name, _, value = line.partition(": ")
-            if name in ("id", "event", "data"):
-                fields[name] = json.loads(value) if name == "data" else value
-        if "data" in fields:
-            messages.append(fields)
-    return messages
-
-
 def test_an_agent_steps_text_arrives_as_deltas_before_its_turn(live: Live) -> None:
     live.ws.write("f/team/echo", "flow", AGENT_FLOW)
     with live.client("olga") as client:
@@ -44,7 +27,7 @@ def test_an_agent_steps_text_arrives_as_deltas_before_its_turn(live: Live) -> No
         assert answer.status_code == 201, answer.text
         run_id = answer.json()["id"]
         with client.stream("GET", f"/api/runs/{run_id}/events") as stream:
-            messages = parse(stream.read().decode())
+            messages = sse_messages(stream.read().decode())
     kinds = [m["event"] for m in messages]
     assert kinds[-1] == "run_finished"
     assert messages[-1]["data"]["data"]["status"] == "succeeded"

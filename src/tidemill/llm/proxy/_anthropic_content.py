@@ -30,7 +30,7 @@ from pydantic import JsonValue
 
 from tidemill.llm.proxy._errors import InvalidRequest
 from tidemill.llm.proxy._files import FilePolicy
-from tidemill.llm.proxy._messages import _image, wrong_type
+from tidemill.llm.proxy._messages import _image, _parts, _string, wrong_type
 from tidemill.types import ImageRef, Message, Role, ToolCall
 
 __all__ = ["MEDIA_TYPES", "TurnReader", "system_text"]
@@ -228,14 +228,7 @@ class TurnReader:
 
 
 def _blocks(content: list[object], param: str) -> Iterator[tuple[str, _Block]]:
-    for index, block in enumerate(content):
-        where = f"{param}[{index}]"
-        if not isinstance(block, dict):
-            raise wrong_type(where, "a content block object", block)
-        kind = block.get("type")
-        if not isinstance(kind, str):
-            raise wrong_type(f"{where}.type", "a string", kind)
-        yield where, block
+    return _parts(content, param, "content block")
 
 
 def _not_here(kind: object, param: str, what: str) -> InvalidRequest:
@@ -253,10 +246,4 @@ def _name(block: _Block, key: str, param: str) -> str:
     value = block.get(key)
     if not isinstance(value, str) or not value:
         raise wrong_type(f"{param}.{key}", "a non-empty string", value)
-    return value
-
-
-def _string(value: object, param: str) -> str:
-    if not isinstance(value, str):
-        raise wrong_type(param, "a string", value)
     return value

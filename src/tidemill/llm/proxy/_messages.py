@@ -126,11 +126,14 @@ def _name(item: dict[str, object], param: str) -> str | None:
     raise wrong_type(f"{param}.name", "a string", name)
 
 
-def _parts(content: list[object], param: str) -> Iterator[tuple[str, dict[str, object]]]:
+def _parts(
+    content: list[object], param: str, noun: str = "content part"
+) -> Iterator[tuple[str, dict[str, object]]]:
+    """Each item of `content` with its place, checked to be an object with a string `type`."""
     for index, part in enumerate(content):
         where = f"{param}[{index}]"
         if not isinstance(part, dict):
-            raise wrong_type(where, "a content part object", part)
+            raise wrong_type(where, f"a {noun} object", part)
         kind = part.get("type")
         if not isinstance(kind, str):
             raise wrong_type(f"{where}.type", "a string", kind)
