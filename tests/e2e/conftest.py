@@ -1,15 +1,23 @@
 """The web UI in a real browser: Playwright driving Debian's Chromium against `tidemill server`.
 
-`ui_server` is a `tidemill server` process (`python -m tidemill.cli server`,
-what users run) on a temporary SQLite store, serving the built bundle
-(`make ui`), with a seeded workspace:
+`ui_server` is a `tidemill server` process on a temporary SQLite store,
+serving the built bundle (`make ui`), started by `scripted_server.py`: the
+server users run, with its worker's models scripted as a support agent (see
+that file). Its seeded workspace:
 
 - `ada`: its admin, password `PASSWORD`; `bob`: a plain member, the same password;
 - `f/demo/greet`: a script, `main(name)` answering `"hello " + name`;
 - `f/demo/hello`: a flow running it on `flow_input.name` (required);
 - `f/demo/approve`: a flow of a script step (`prepare`), an approval step
   (`ok`, which ada, who may start it, may decide) and a script step
-  greeting whoever approved (`finish`).
+  greeting whoever approved (`finish`);
+- `f/demo/assistant`: an agent (an `ai_agent` resource) with the tools
+  `lookup_order` and `issue_refund` (which needs a person's approval);
+- `f/demo/support`: a flow whose step `answer` links that agent, its
+  `user_message` the flow's input `message`;
+- `f/demo/region`: a variable; `f/demo/api_key`: a secret variable;
+  `f/demo/llm`: a resource (`openai_compatible`) naming that secret;
+- `f/private/notes`: a variable in the folder `private`, where bob has no grant.
 
 `browser` is Chromium (headless, one per test module), `page` a new context and
 page per test, with `base_url` the server's; `page_errors` lists what went
@@ -71,6 +79,41 @@ APPROVE = {
         },
     ],
 }
+AGENT_SYSTEM = "You are the demo support agent.\nLook orders up before acting."
+LOOKUP = (
+    "def main(order_id: str) -> dict:\n"
+    '    """Look an order up by its number, like A-1001."""\n'
+    "    return {'order_id': order_id, 'paid': 129.0, 'status': 'arrived broken'}\n"
+)
+REFUND = (
+    "def main(order_id: str, amount: float) -> str:\n"
+    '    """Refund an order, in euros."""\n'
+    "    return f'refunded {amount:.2f} EUR on {order_id}'\n"
+)
+ASSISTANT = {
+    "model": "fake",
+    "system": AGENT_SYSTEM,
+    "max_iterations": 6,
+    "tools": [
+        {"name": "lookup_order", "script": LOOKUP},
+        {"name": "issue_refund", "requires_approval": True, "script": REFUND},
+    ],
+}
+SUPPORT = {
+    "summary": "Answer a support ticket with the demo agent",
+    "inputs": {
+        "type": "object",
+        "properties": {"message": {"type": "string", "description": "The customer's message"}},
+        "required": ["message"],
+    },
+    "steps": [
+        {
+            "id": "answer",
+            "ai_agent": {"agent": "f/demo/assistant"},
+            "inputs": {"user_message": {"expr": "flow_input.message"}},
+        }
+    ],
+}
 _READY = re.compile(r"Tidemill server at (http://\S+) ")
 _HERE = Path(__file__).parent
 
@@ -128,13 +171,32 @@ def seed(ws: Workspace) -> None:
     ws.write("f/demo/greet", "script", GREET)
     ws.write("f/demo/hello", "flow", HELLO)
     ws.write("f/demo/approve", "flow", APPROVE)
+    ws.write(
+        "f/demo/assistant",
+        "resource",
+        ASSISTANT,
+        resource_type="ai_agent",
+        summary="Answers a support ticket: looks the order up, refunds it with approval",
+    )
+    ws.write("f/demo/support", "flow", SUPPORT)
+    ws.write("f/demo/region", "variable", "eu-west-1", summary="Where the demo runs")
+    ws.write("f/demo/api_key", "variable", "sk-demo-not-a-real-key", secret=True)
+    ws.write(
+        "f/demo/llm",
+        "resource",
+        {"base_url": "http://127.0.0.1:9/v1", "api_key": "$var:f/demo/api_key"},
+        resource_type="openai_compatible",
+        summary="A model server (the demo's, unreachable)",
+    )
+    ws.add_folder("private")
+    ws.write("f/private/notes", "variable", "only for ada")
 
 
 def _start(
     db: str, env: dict[str, str], cwd: Path
 ) -> tuple[subprocess.Popen[str], threading.Thread, str, list[str]]:
     """Start `tidemill server` on a free port: the process, the thread reading it, its URL."""
-    command = [sys.executable, "-m", "tidemill.cli", "server", "--db", db, "--port", "0"]
+    command = [sys.executable, str(_HERE / "scripted_server.py"), "--db", db, "--port", "0"]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd
     )

@@ -5,6 +5,7 @@ import {
   createRoute,
   createRouter,
   Outlet,
+  lazyRouteComponent,
   redirect,
 } from '@tanstack/react-router'
 import { fetchMe, meKey } from './api/auth'
@@ -12,11 +13,15 @@ import type { RunStatus } from './api/types'
 import { Layout } from './components/Layout'
 import type { RunsSearch } from './lib/runFilters'
 import { ApprovalsPage } from './pages/ApprovalsPage'
+import { AuditPage } from './pages/AuditPage'
+import { FoldersPage } from './pages/FoldersPage'
 import { ItemPage } from './pages/ItemPage'
 import { NotFoundPage } from './pages/NotFoundPage'
+import { PeoplePage } from './pages/PeoplePage'
 import { RunPage } from './pages/RunPage'
 import { RunsPage } from './pages/RunsPage'
 import { SignInPage } from './pages/SignInPage'
+import { TokensPage } from './pages/TokensPage'
 import { WorkspacePage } from './pages/WorkspacePage'
 
 type Context = { queryClient: QueryClient }
@@ -121,6 +126,33 @@ export const itemRoute = createRoute({
   component: ItemPage,
 })
 
+/** `/edit/<flow path>`: the flow editor, on the caller's draft (CodeMirror and the graph: its own chunk). */
+export const flowEditorRoute = createRoute({
+  getParentRoute: () => authed,
+  path: '/edit/$',
+  component: lazyRouteComponent(() => import('./pages/FlowEditorPage'), 'FlowEditorPage'),
+})
+
+/** `/agents/<agent path>`: the agent editor, on the caller's draft; `from` is the flow it was opened over. */
+export const agentEditorRoute = createRoute({
+  getParentRoute: () => authed,
+  path: '/agents/$',
+  validateSearch: (search: Record<string, unknown>): { from?: string } => ({ from: text(search.from) }),
+  component: lazyRouteComponent(() => import('./pages/AgentEditorPage'), 'AgentEditorPage'),
+})
+
+/** Users and groups (admins change them; members see them). */
+export const peopleRoute = createRoute({ getParentRoute: () => authed, path: '/people', component: PeoplePage })
+
+/** Folders and who may do what in each. */
+export const foldersRoute = createRoute({ getParentRoute: () => authed, path: '/folders', component: FoldersPage })
+
+/** The caller's personal access tokens. */
+export const tokensRoute = createRoute({ getParentRoute: () => authed, path: '/tokens', component: TokensPage })
+
+/** The workspace's audit log (admins). */
+export const auditRoute = createRoute({ getParentRoute: () => authed, path: '/audit', component: AuditPage })
+
 const routeTree = rootRoute.addChildren([
   signInRoute,
   authed.addChildren([
@@ -129,6 +161,12 @@ const routeTree = rootRoute.addChildren([
     runRoute,
     approvalsRoute,
     workspaceRoute.addChildren([workspaceIndexRoute, itemRoute]),
+    flowEditorRoute,
+    agentEditorRoute,
+    peopleRoute,
+    foldersRoute,
+    tokensRoute,
+    auditRoute,
   ]),
 ])
 

@@ -90,7 +90,10 @@ def create_app(
                 if config.worker:
                     await stack.enter_async_context(
                         state.engine.worker(
-                            config.concurrency, metrics=state.metrics, lease=config.lease
+                            config.concurrency,
+                            metrics=state.metrics,
+                            lease=config.lease,
+                            models=config.models,
                         )
                     )
                 yield

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tidemill.engine import ModelResolver
 from tidemill.workspace import DEFAULT_WORKSPACE
 
 __all__ = ["ServerConfig"]
@@ -31,6 +32,9 @@ class ServerConfig:
         ui: Serve the web UI at the root (`/`, `/runs`, ...); False: the API only.
         ui_dir: The UI's built bundle to serve (None: the one in the package,
             which `make ui` builds in a checkout).
+        models: Builds the in-process worker's models (`ModelChoice` in, `Model`
+            out), for a server embedded in a program; None: from each brain's
+            settings, as `tidemill worker` does.
     """
 
     db: str | None = None
@@ -44,3 +48,4 @@ class ServerConfig:
     migrate: bool | None = None
     ui: bool = True
     ui_dir: Path | None = None
+    models: ModelResolver | None = None

@@ -24,6 +24,20 @@ export function Layout() {
               <Link to="/workspace" activeProps={{ className: 'active' }}>
                 Workspace
               </Link>
+              <Link to="/folders" activeProps={{ className: 'active' }}>
+                Folders
+              </Link>
+              <Link to="/people" activeProps={{ className: 'active' }}>
+                People
+              </Link>
+              <Link to="/tokens" activeProps={{ className: 'active' }}>
+                Tokens
+              </Link>
+              {user.is_admin && (
+                <Link to="/audit" activeProps={{ className: 'active' }}>
+                  Audit
+                </Link>
+              )}
             </nav>
             <span className="whoami" title={user.groups.length ? `Groups: ${user.groups.join(', ')}` : undefined}>
               Signed in as <strong data-testid="current-user">{user.user}</strong>
