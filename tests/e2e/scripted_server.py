@@ -1,4 +1,4 @@
-"""`tidemill server`, with its worker's `fake` models scripted as a support agent (for the browser tests).
+"""`tidemill server` with its worker's models scripted as a support agent (browser tests).
 
     python tests/e2e/scripted_server.py --db sqlite:///... --port 0
 
