@@ -166,6 +166,21 @@ def test_item_reads_follow_the_permission_module(live: Live, template: str) -> N
         assert client.get(template.replace("{path}", "f/lab/secret")).status_code == 403
 
 
+def test_a_lint_reads_where_the_item_reads_do(live: Live) -> None:
+    """`POST /api/lint/{path}` stores nothing: whoever may read a path may lint a flow there."""
+    live.ws.add_folder("lab")
+    live.ws.write("f/lab/secret", "variable", "lab only")
+    flow = {"steps": [{"id": "one", "script": "def main():\n    return 1\n"}]}
+    for path, outcomes in LOCATIONS.items():
+        for user, expected in outcomes.items():
+            with live.client(user) as client:
+                answer = client.post(f"/api/lint/{path}", json={"value": flow})
+            got = "ok" if answer.status_code == 200 else "refused"
+            assert answer.status_code in (200, 403, 404), (user, path, answer.text)
+            assert got == expected, (user, path, answer.status_code)
+            assert answer.status_code != 200 or answer.json()["valid"]
+
+
 # Writes about one item, at each location, as each principal: who may make them.
 WRITERS = {
     "own": {"ada", "olga", "vic", "max"},  # everyone administers their own u/

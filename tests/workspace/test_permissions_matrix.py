@@ -241,6 +241,9 @@ READS = [
          "ok ok ok unresolved unresolved"),
     Case("linked_drafts", lambda ws, e: ws.linked_drafts("f/team/flow"),
          "ok ok ok hidden hidden"),
+    # A lint reads the folder and what the flow names, as a draft save would; it stores nothing.
+    Case("lint_flow", lambda ws, e: ws.lint_flow("f/team/new-flow", FLOW),
+         "ok ok ok hidden hidden"),
     # Through a linked agent's tools: the flows they name are read as the principal.
     Case("inline_agent", lambda ws, e: ws.inline_agent(AGENT_WITH_FLOW_TOOL),
          "ok ok ok invalid invalid"),
@@ -363,6 +366,7 @@ CHECKS: dict[str, Check] = {
     "write": lambda r, e: _eq(r.updated_by, e.p),
     "restore": lambda r, e: _eq(r.value, SCRIPT),
     "save_draft": lambda r, e: _eq(r.owner, e.p),
+    "lint_flow": lambda r, e: _eq(r, []),
     "deploy": lambda r, e: _eq((r.value, r.updated_by), (SCRIPT, e.p)),
 }
 EMPTY_CHECKS: dict[str, Check] = {

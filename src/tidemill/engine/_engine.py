@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from tidemill.engine._events import RunEvent, RunEvents
-from tidemill.engine._journal import Journal, open_journal, thread_id
 from tidemill.engine._memory import memory_scope, memory_uuid
 from tidemill.engine._run_info import RunInfo, run_info
+from tidemill.engine._step_journal import JournalEntry, journal_entries, read_step_journal
 from tidemill.engine.runs._decisions import audit_decision
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
@@ -534,18 +534,21 @@ class AsyncEngine(RunEvents):
         Raises:
             RunNotFound: No such run.
         """
-        run = await self.get(run_id)
+        found = await read_step_journal(await self._open(), (await self.get(run_id)).id, step_id)
+        return [] if found is None else list(found[1].state.messages)
 
-        def where(tx: Tx) -> str | None:
-            jobs = [job for job in tx.tree_jobs(run.id) if job.step_id == step_id]
-            return jobs[-1].run_id if jobs else None
+    async def journal(self, run_id: str, step_id: str) -> list[JournalEntry]:
+        """An `ai_agent` step's journal entries, oldest first, each marked replayed or live.
 
-        owner: str | None = await self._transact(where)
-        if owner is None:
-            return []
-        async with open_journal(self.url) as checkpointer:
-            journal = await Journal.read(checkpointer, thread_id(owner, step_id))
-        return list(journal.state.messages)
+        An entry is replayed when an earlier execution of the step (before a
+        pause, a crash, a takeover) wrote it; see `tidemill.engine._step_journal`.
+        Found as `transcript` finds the step; empty before it starts.
+
+        Raises:
+            RunNotFound: No such run.
+        """
+        found = await read_step_journal(await self._open(), (await self.get(run_id)).id, step_id)
+        return [] if found is None else journal_entries(*found)
 
     @contextlib.asynccontextmanager
     async def worker(self, concurrency: int = 4, **options: Any) -> AsyncIterator[Worker]:

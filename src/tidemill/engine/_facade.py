@@ -9,6 +9,7 @@ from typing import Any
 
 from tidemill._sync import LoopThread
 from tidemill.engine._engine import AsyncEngine, RunEvent, RunInfo
+from tidemill.engine._step_journal import JournalEntry
 from tidemill.engine.runs._waits import Wait
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import RunStateError
@@ -271,6 +272,11 @@ class Engine:
         """The conversation of an `ai_agent` step (see `AsyncEngine.transcript`)."""
         result: list[Message] = self._call(self.core.transcript(run_id, step_id))
         return result
+
+    def journal(self, run_id: str, step_id: str) -> list[JournalEntry]:
+        """An `ai_agent` step's journal entries, replayed or live (see `AsyncEngine.journal`)."""
+        entries: list[JournalEntry] = self._call(self.core.journal(run_id, step_id))
+        return entries
 
     def reject(
         self, approval_id: str, *, actor: str | None = None, comment: str | None = None

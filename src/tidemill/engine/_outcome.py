@@ -31,6 +31,11 @@ class Outcome:
         usage: One record per model call the step made (see `Tx.insert_usage`).
         memory: For an `ai_agent` step with memory: the exchange to append
             to it, in the transaction that records a success (else dropped).
+        inputs: The inputs the step was called with, its references resolved
+            (None: it was not called: skipped, or its inputs failed).
+        shown: What the API shows of the job: `inputs` and, for a success,
+            `result`, with the secrets the job resolved masked (the worker
+            sets it, and records it with the job; see `shown_copy`).
     """
 
     status: Literal["succeeded", "skipped", "failed"]
@@ -41,6 +46,8 @@ class Outcome:
     logs: tuple[tuple[str, str], ...] = ()
     usage: tuple[dict[str, Any], ...] = ()
     memory: MemoryWrite | None = None
+    inputs: dict[str, Any] | None = None
+    shown: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -1,7 +1,8 @@
 """Runs and approvals read for a caller who sees only some of them.
 
 A page of runs (with what each cost), approvals with their runs, a run's
-flow definition and input as stored, and where to start a run's last events.
+flow definition and input as stored, a job with the masked copy of its
+inputs and result, and where to start a run's last events.
 
 The server asks these (and filters each row exactly against the caller's
 permissions); `AsyncEngine.runs` and `AsyncEngine.approvals` list everything.
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._run_info import RunInfo, run_info
 from tidemill.errors import RunNotFound
-from tidemill.store import ApprovalRow, RunReach, RunRow, Tx, run_page
+from tidemill.store import ApprovalRow, JobRow, RunReach, RunRow, Tx, run_page
 from tidemill.store._run_pages import RunCost, RunFilters, event_tail, run_costs
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ __all__ = [
     "RunReach",
     "approval_with_run",
     "approvals_with_runs",
+    "job_view",
     "run_definition",
     "run_input",
     "runs_page",
@@ -88,6 +90,34 @@ async def run_input(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
         return dict(found) if isinstance(found, dict) else {}
 
     found: dict[str, Any] = await engine._transact(read)
+    return found
+
+
+async def job_view(engine: AsyncEngine, run_id: str, job_id: int) -> tuple[JobRow, Any]:
+    """A job of a run (or of its branches, loops, sub-flows) and what the API shows of it.
+
+    The second value is `{"inputs", "result"}` as the job recorded it, with
+    the secrets the job resolved masked (`shown_copy`), or None when it
+    recorded none (it has not ended, its step is not a leaf step, it was
+    skipped, or it ended before this was recorded).
+
+    Raises:
+        RunNotFound: There is no such run, or no such job in it.
+    """
+
+    def read(tx: Tx) -> tuple[JobRow, Any]:
+        run = _run(tx, run_id)
+        job = tx.job(job_id)
+        owner = None if job is None else tx.run(job.run_id)
+        if job is None or owner is None or owner.root_id != run.root_id:
+            raise RunNotFound(
+                f"No job {job_id} in run {run_id}.",
+                hint=f"List its jobs: GET /api/runs/{run_id}/jobs.",
+                context={"run_id": run_id, "job_id": job_id},
+            )
+        return job, tx.shown(job.run_id, job.id)
+
+    found: tuple[JobRow, Any] = await engine._transact(read)
     return found
 
 

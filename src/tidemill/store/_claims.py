@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tidemill.store._events import started_events_sql
-from tidemill.store._jobs import RUN_SUCCEEDED, JobQueries
+from tidemill.store._jobs import RUN_SUCCEEDED, JobQueries, shown_key
 from tidemill.store._rows import JobRow, RunRow
 from tidemill.store._statements import due_by, dumps, lease_clock, lease_end, postgres_sql
 
@@ -254,6 +254,7 @@ class ClaimQueries(JobQueries):
         lease: float | None = None,
         lease_until: float | None = None,
         root_id: str | None = None,
+        shown: Any = None,
     ) -> Ending | None:
         """Record the succeeded last step of a run, end the run, and claim the next jobs.
 
@@ -263,7 +264,8 @@ class ClaimQueries(JobQueries):
         it is still `running`, then claim up to `limit` queued jobs, as
         `claim_with_runs` does (of the tree of `root_id` only, when given).
         Nothing is written when the job is no longer held, and nothing is
-        claimed then either.
+        claimed then either. `shown` (not None) is what the API shows of the
+        job, kept with it (`record_shown`).
 
         Returns None when the run is gone, else `(recorded, ended, claimed)`.
         On PostgreSQL it is one statement (`end_run_and_claim_statement`),
@@ -279,6 +281,7 @@ class ClaimQueries(JobQueries):
                 lease=lease,
                 lease_until=lease_until,
                 root_id=root_id,
+                shown=shown,
             )
             return self.ending(self.all(sql, params))
         run = self.run(job.run_id, lock=True)
@@ -286,6 +289,8 @@ class ClaimQueries(JobQueries):
             return None
         if not self.finish_and_record(job, status="succeeded", value=result, now=now):
             return False, False, []
+        if shown is not None:
+            self.record_shown(job, shown)
         ended = run.status == "running"
         if ended:
             self.end_run(run.id, result=result, now=now)
@@ -311,6 +316,7 @@ class ClaimQueries(JobQueries):
         lease: float | None = None,
         lease_until: float | None = None,
         root_id: str | None = None,
+        shown: Any = None,
     ) -> tuple[str, tuple[Any, ...]]:
         """`end_run_and_claim` on PostgreSQL: one statement and its parameters.
 
@@ -320,6 +326,14 @@ class ClaimQueries(JobQueries):
         """
         body = dumps(result)
         tree, tree_params = _tree(root_id)
+        keep_shown = ""
+        shown_params: tuple[str, ...] = ()
+        if shown is not None:
+            keep_shown = (
+                "sh AS (INSERT INTO tm_payloads (run_id, key, body) SELECT ?, ?, ? FROM res "
+                "ON CONFLICT (run_id, key) DO UPDATE SET body = excluded.body), "
+            )
+            shown_params = (job.run_id, shown_key(job.id), dumps(shown))  # after `res`'s
         sql = (
             # The run's row is locked first, as every change to a run does; the
             # job is finished only once the lock is held (`EXISTS (... held)`),
@@ -330,6 +344,7 @@ class ClaimQueries(JobQueries):
             "AND EXISTS (SELECT 1 FROM held) RETURNING id), "
             "res AS (INSERT INTO tm_results (run_id, step_id, job_id, status, body, recorded_at) "
             "SELECT ?, ?, id, 'succeeded', ?, ? FROM done RETURNING job_id), "
+            f"{keep_shown}"
             "ended AS (UPDATE tm_runs SET status = 'succeeded', finished_at = ? "
             "WHERE id = (SELECT id FROM held WHERE status = 'running') "
             "AND EXISTS (SELECT 1 FROM res) RETURNING id), "
@@ -354,6 +369,7 @@ class ClaimQueries(JobQueries):
         params = (
             *(job.run_id, now, job.id, job.epoch),
             *(job.run_id, job.step_id, body, now),
+            *shown_params,
             *(now, body),
             *(worker, lease, lease_until, now, lease, now, now, *tree_params, limit),
             *(now, job.run_id, job.step_id, _succeeded(job), RUN_SUCCEEDED),

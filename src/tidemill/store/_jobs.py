@@ -10,12 +10,22 @@ from tidemill.store._rows import JobRow
 from tidemill.store._runs import RunQueries
 from tidemill.store._statements import dumps, lease_end
 
-__all__ = ["RUN_SUCCEEDED", "JobQueries"]
+__all__ = ["RUN_SUCCEEDED", "JobQueries", "shown_key"]
 
 RUN_SUCCEEDED = dumps({"status": "succeeded"})
 """The data of a succeeded run's `run_finished` event, as JSON text."""
 
 _JOB = JobRow.COLUMNS
+
+
+def shown_key(job_id: int) -> str:
+    """The run payload that holds what the API shows of a job (see `JobQueries.record_shown`).
+
+    Examples:
+        >>> shown_key(7)
+        'shown:7'
+    """
+    return f"shown:{job_id}"
 
 
 class JobQueries(RunQueries, ResultQueries):
@@ -95,6 +105,14 @@ class JobQueries(RunQueries, ResultQueries):
         data = _finished(status, int(attempt), error)
         self.add_event(run_id, "step_finished", data, now=now, job_id=job_id, step_id=step_id)
         return True
+
+    def record_shown(self, job: JobRow, shown: Any) -> None:
+        """Keep what the API shows of a job: its inputs and result, its secrets masked."""
+        self.put_payload(job.run_id, shown_key(job.id), shown)
+
+    def shown(self, run_id: str, job_id: int) -> Any:
+        """What the API shows of a job of `run_id` (`record_shown`); None: nothing was kept."""
+        return self.payload(run_id, shown_key(job_id))
 
     def finish_and_record(self, job: JobRow, *, status: str, value: Any, now: float) -> bool:
         """Finish a claimed job (fenced by its epoch) and record its step's result.

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidemill.errors import ConfigurationError, FlowValidationError
-from tidemill.flows import WORKSPACE_PATH, AIAgent, Flow
+from tidemill.flows import WORKSPACE_PATH, AIAgent, Flow, Problem
 from tidemill.flows._load import DocumentError, parse_document
 from tidemill.workspace._agents import AGENT_TYPE, agent_definition
 from tidemill.workspace._includes import WorkspaceIncludes
@@ -76,6 +76,7 @@ __all__ = [
     "check_agent",
     "check_flow",
     "defer_checks",
+    "link_problems",
     "prepare",
     "resource_schema",
     "run_deferred",
@@ -356,16 +357,24 @@ def _exists(ctx: Context, kind: Kind, written: str, *, drafts: bool = False) -> 
 _WHAT = {"flow": "flow", "script": "script", "agent": "ai_agent resource", "resource": "resource"}
 
 
+def _absent(ctx: Context, value: Any, *, drafts: bool = False) -> list[tuple[str, str, str]]:
+    """(field, path as written, what is wrong) for each reference of `value` that is not there."""
+    who = ctx.principal.name
+    seen = " (deployed, or a draft of theirs)" if drafts else ""
+    return [
+        (field, written, f"no {_WHAT[kind]} {written} that {who} may read{seen}")
+        for field, kind, written in agent_references(value)
+        if not _exists(ctx, kind, written, drafts=drafts)
+    ]
+
+
 def _missing(
     ctx: Context, value: Any, *, lead: str = "", drafts: bool = False
 ) -> list[tuple[str, str]]:
     """(path as written, problem) for each reference of `value` that is not there."""
-    who = ctx.principal.name
-    seen = " (deployed, or a draft of theirs)" if drafts else ""
     return [
-        (written, f"at {lead}{field}: no {_WHAT[kind]} {written} that {who} may read{seen}")
-        for field, kind, written in agent_references(value)
-        if not _exists(ctx, kind, written, drafts=drafts)
+        (written, f"at {lead}{field}: {what}")
+        for field, written, what in _absent(ctx, value, drafts=drafts)
     ]
 
 
@@ -425,6 +434,38 @@ def check_flow(ctx: Context, path: str, flow: Flow, *, drafts: bool = False) -> 
             lead = f"step {step.id!r}: ai_agent."
         missing.extend(_missing(ctx, value, lead=lead, drafts=drafts))
     _refuse(ctx, path, missing, "its agents name")
+
+
+def link_problems(ctx: Context, path: str, flow: Flow, *, drafts: bool = False) -> list[Problem]:
+    """What `_flow_document`'s link checks and `check_flow` find, every problem with its step.
+
+    Writing raises the first of them; a lint (`tidemill.workspace._lint`)
+    lists them all. A step whose link fails is not looked into further.
+    """
+    problems: list[Problem] = []
+    for step in flow.walk():
+        agent = step.ai_agent
+        if agent is None:
+            continue
+        if agent.agent is None:
+            value = agent.model_dump(mode="json", exclude_defaults=True)
+            problems.extend(
+                Problem(step.id, f"ai_agent.{field}", what)
+                for field, _written, what in _absent(ctx, value, drafts=drafts)
+            )
+            continue
+        try:
+            _check_link(ctx, path, step.id, agent, drafts=drafts)
+        except InvalidValue as exc:
+            what = exc.message.removeprefix(f"{path}: ")  # the step is named by the problem
+            problems.append(Problem(step.id, "ai_agent.agent", what))
+            continue
+        value = _linked_value(ctx, agent.agent, drafts=drafts)
+        problems.extend(
+            Problem(step.id, "ai_agent.agent", f"{agent.agent} names, at {field}: {what}")
+            for field, _written, what in _absent(ctx, value, drafts=drafts)
+        )
+    return problems
 
 
 def defer_checks(ctx: Context) -> None:

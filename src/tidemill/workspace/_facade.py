@@ -35,8 +35,8 @@ class Workspace:
     Each method is `AsyncWorkspace`'s of the same name, run to completion:
     items (`get`, `write`, `delete`, `list`, `history`, `diff`, `restore`,
     `clear_history`, `search`), drafts (`save_draft`, `draft`, `drafts`,
-    `discard_draft`, `deploy`, `linked_drafts`), people (`whoami`, `add_user`, `set_user`,
-    `users`, `add_group`, `delete_group`, `set_member`, `groups`,
+    `discard_draft`, `deploy`, `linked_drafts`, `lint_flow`), people (`whoami`,
+    `add_user`, `set_user`, `users`, `add_group`, `delete_group`, `set_member`, `groups`,
     `add_folder`, `set_folder`, `folders`, `grant`, `audit`, `rotate_key`), signing in
     (`set_password`, `create_token`, `tokens`, `revoke_token`),
     directories (`pull`, `push`) and what the engine asks (`run_plan`,
@@ -76,6 +76,7 @@ class Workspace:
     discard_draft = _blocking(AsyncWorkspace.discard_draft)
     deploy = _blocking(AsyncWorkspace.deploy)
     linked_drafts = _blocking(AsyncWorkspace.linked_drafts)
+    lint_flow = _blocking(AsyncWorkspace.lint_flow)
     search = _blocking(AsyncWorkspace.search)
     save_step_as_agent = _blocking(AsyncWorkspace.save_step_as_agent)
     unlink_step = _blocking(AsyncWorkspace.unlink_step)

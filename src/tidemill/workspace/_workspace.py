@@ -33,6 +33,7 @@ from tidemill.store import Tx
 from tidemill.workspace._includes import WorkspaceIncludes
 from tidemill.workspace._items import ItemMethods
 from tidemill.workspace._linking import LinkingMethods
+from tidemill.workspace._lint import LintMethods
 from tidemill.workspace._paths import ItemPath, check_name
 from tidemill.workspace._people import PeopleMethods
 from tidemill.workspace._references import Resolved, resolve_references
@@ -56,7 +57,9 @@ class RunPlan:
     included item's path and version. A run records it."""
 
 
-class AsyncWorkspace(ItemMethods, LinkingMethods, PeopleMethods, SignInMethods, SyncMethods):
+class AsyncWorkspace(
+    ItemMethods, LintMethods, LinkingMethods, PeopleMethods, SignInMethods, SyncMethods
+):
     """A workspace in a store, as one principal: see `Session` for the arguments.
 
     Every method is one transaction that asks the permission module first.

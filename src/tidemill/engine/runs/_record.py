@@ -41,6 +41,8 @@ class Recording(Progress):
             self.tx.append_logs(run.id, job.id, outcome.logs, self.now)
         for usage in outcome.usage:
             self.tx.insert_usage(run, job, usage, self.now)
+        if outcome.shown is not None:
+            self.tx.record_shown(job, outcome.shown)
         if outcome.status == "failed":
             self._failed(run, job, outcome)
         else:

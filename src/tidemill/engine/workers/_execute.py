@@ -65,7 +65,7 @@ async def execute(
     `references` resolves a leaf step's `$var:`/`$res:` references as the
     run's identity; None: a step that has some fails (nothing may resolve them).
     """
-    job, run, pool = env.job, env.run, env.pool
+    job, run = env.job, env.run
     try:
         if step.skip_if is not None and evaluate_condition(
             compile_expression(step.skip_if), context
@@ -81,12 +81,43 @@ async def execute(
         if isinstance(resolved, Outcome):
             return resolved
         inputs, env = resolved
+    done = await _leaf(step, inputs, context, env, references, info)
+    if done is not None:
+        if isinstance(done, Outcome):
+            done.inputs = inputs  # what the step was called with: shown, masked (`shown_copy`)
+        return done
+    if kind == "approval":
+        settings = step.approval
+        assert settings is not None
+        return ApprovalPlan(
+            settings.message,
+            list(settings.approvers),
+            settings.timeout,
+            settings.on_timeout,
+            allow_self_approval=settings.allow_self_approval,
+        )
+    try:
+        return _plan(step, inputs, context)
+    except (ExpressionError, FlowInputError) as exc:
+        return _failed(exc, retryable=False)
+
+
+async def _leaf(
+    step: Step,
+    inputs: dict[str, Any],
+    context: dict[str, Any],
+    env: StepEnv,
+    references: References | None,
+    info: StepInfo,
+) -> Outcome | ApprovalPlan | ChildWait | None:
+    """Execute a leaf step (identity, script, AI); None for the other kinds."""
+    kind = step.kind
     if kind == "identity":
         result = inputs if step.inputs else context.get("previous_result")
         # An identity step passes values on: a secret it was given is not kept in its result.
         return Outcome("succeeded", env.secrets.mask_value(result))
     if kind == "script":
-        return await _script(step, inputs, info, pool, env.on_output)
+        return await _script(step, inputs, info, env.pool, env.on_output)
     if kind == "ai_action":
         from tidemill.engine.ai._action import run_ai_action
 
@@ -104,20 +135,7 @@ async def execute(
             step, env = linked
         env = _with_resolver(step, env, references)
         return await run_ai_agent(step, inputs, context, env)
-    if kind == "approval":
-        settings = step.approval
-        assert settings is not None
-        return ApprovalPlan(
-            settings.message,
-            list(settings.approvers),
-            settings.timeout,
-            settings.on_timeout,
-            allow_self_approval=settings.allow_self_approval,
-        )
-    try:
-        return _plan(step, inputs, context)
-    except (ExpressionError, FlowInputError) as exc:
-        return _failed(exc, retryable=False)
+    return None
 
 
 async def _resolve(

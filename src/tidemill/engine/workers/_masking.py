@@ -2,7 +2,9 @@
 
 Logs, errors, usage records' errors, and the messages of pauses and approvals:
 everything a job stores besides its result (an identity step's result is
-masked where it is made).
+masked where it is made). The result is stored as it is, since later steps
+read it; `shown_copy` is the masked copy of a leaf step's inputs and result
+the job records beside it for the API to show.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from tidemill.engine._step_env import ApprovalPlan, Secrets
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._pause import AgentPause
 
-__all__ = ["mask_action"]
+__all__ = ["mask_action", "shown_copy"]
 
 
 def mask_action(
@@ -38,3 +40,15 @@ def mask_action(
     if isinstance(action, ApprovalPlan):
         return dataclasses.replace(action, message=secrets.mask(action.message))
     return action
+
+
+def shown_copy(outcome: Outcome, secrets: Secrets) -> dict[str, Any] | None:
+    """`{"inputs", "result"}` of a leaf step's outcome, the job's secrets masked (None: nothing).
+
+    `result` is None unless the step succeeded; a step that was not called
+    (skipped, or its inputs failed) has nothing to show.
+    """
+    if outcome.inputs is None:
+        return None
+    result = outcome.result if outcome.status == "succeeded" else None
+    return {"inputs": secrets.mask_value(outcome.inputs), "result": secrets.mask_value(result)}

@@ -50,7 +50,7 @@ from tidemill.engine.scripts._pool import ScriptPool
 from tidemill.engine.workers._execute import execute, stop_requested
 from tidemill.engine.workers._leases import Leases
 from tidemill.engine.workers._logs import LiveLogs
-from tidemill.engine.workers._masking import mask_action
+from tidemill.engine.workers._masking import mask_action, shown_copy
 from tidemill.engine.workers._prepare import Prepared, Preparer, known_results
 from tidemill.engine.workers._references import References
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
@@ -374,7 +374,7 @@ class Worker:
         with self._leases.step(lease, running):
             action = await running
         if isinstance(action, Outcome) and self._ends_run_alone(run, step, action):
-            return await self._end_run(job, action.result)
+            return await self._end_run(job, action.result, action.shown)
         # A stopping worker starts nothing more, not even the next step of this run.
         take = None if self._stopping else Take(self.id, None, 1, self.run_id, lease=self.lease)
 
@@ -461,6 +461,7 @@ class Worker:
             raise
         if isinstance(action, Outcome):
             self._references.forget(job)  # the job ends here: nothing reuses what it resolved
+            action.shown = shown_copy(action, env.secrets)  # what the API shows of it, masked
         rest = await self._logs.close(job)
         if env.secrets:
             action = mask_action(action, env.secrets)
@@ -488,7 +489,7 @@ class Worker:
         scope = self.defs.scope(run.digest, run.scope)
         return len(scope.steps) == 1 and scope.result is None
 
-    async def _end_run(self, job: JobRow, result: Any) -> list[tuple[JobRow, Prepared]]:
+    async def _end_run(self, job: JobRow, result: Any, shown: Any) -> list[tuple[JobRow, Prepared]]:
         """Record the job, end its run and claim the next job, in one statement.
 
         On PostgreSQL that statement is its own transaction, run on the event
@@ -498,7 +499,7 @@ class Worker:
         sent, now = time.monotonic(), time.time()
         options: dict[str, Any] = {
             "now": now, "worker": self.id, "limit": 0 if self._stopping else 1,
-            "lease": self.lease, "root_id": self.run_id,
+            "lease": self.lease, "root_id": self.run_id, "shown": shown,
         }  # fmt: skip
         if self.store.dialect == "postgres":
             sql, params = Tx.end_run_and_claim_statement(job, result, **options)

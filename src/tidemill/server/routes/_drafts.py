@@ -1,7 +1,8 @@
 """Drafts over HTTP, deploying them, and linking a flow's agent steps (scope domain `items`).
 
 A draft is the caller's own unsaved change: nothing anyone runs changes
-until it is deployed. `save-step` and `unlink-step` are
+until it is deployed. `lint` checks a flow as saving the caller's draft of
+it would (`AsyncWorkspace.lint_flow`), and stores nothing. `save-step` and `unlink-step` are
 `AsyncWorkspace.save_step_as_agent` and `unlink_step`: one transaction each.
 """
 
@@ -20,6 +21,9 @@ from tidemill.server.routes._item_models import (
     DraftOut,
     ItemOut,
     LinkedDraftsOut,
+    LintIn,
+    LintOut,
+    LintProblem,
     SaveStepIn,
     UnlinkStepIn,
 )
@@ -59,6 +63,19 @@ async def save_draft(path: str, body: DraftIn, who: SignedIn) -> DraftOut:
         resource_type=body.resource_type,
     )
     return DraftOut.of(draft)
+
+
+@router.post("/lint/{path:path}", response_model=LintOut)
+async def lint(path: str, body: LintIn, who: SignedIn) -> LintOut:
+    """Check a flow as saving the caller's draft of it at `path` would; store nothing.
+
+    The caller needs to read `path` (its folder must exist; the flow need
+    not). Every problem the save's checks find is listed, each with its step
+    and field: the YAML's syntax, the flow's validation, and the scripts,
+    flows and agents it names, read as the caller in draft mode.
+    """
+    problems = await who.ws.lint_flow(checked_path(who, path, "read"), body.value)
+    return LintOut(valid=not problems, problems=[LintProblem.of(p) for p in problems])
 
 
 @router.delete("/drafts/{path:path}", status_code=204)

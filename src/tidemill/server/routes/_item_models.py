@@ -7,10 +7,12 @@ workspace handed one back.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from tidemill.flows import Problem
 from tidemill.server.routes._params import BIGINT_MAX
 from tidemill.workspace import (
     Draft,
@@ -38,6 +40,9 @@ __all__ = [
     "ItemInfo",
     "ItemOut",
     "LinkedDraftsOut",
+    "LintIn",
+    "LintOut",
+    "LintProblem",
     "PushPlanOut",
     "RestoreIn",
     "SaveStepIn",
@@ -215,6 +220,42 @@ class DeployIn(BaseModel):
 
     message: str = _TEXT
     agents: list[str] = Field(default_factory=list[str], max_length=100)
+
+
+class LintIn(BaseModel):
+    """A flow to lint as the caller's draft of it would be saved: nothing is stored."""
+
+    value: dict[str, Any] | str
+    """The flow document, or its YAML text; at most 1 MiB (as JSON, for a document)."""
+
+    @field_validator("value")
+    @classmethod
+    def _small(cls, value: dict[str, Any] | str) -> dict[str, Any] | str:
+        size = len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        if size > MAX_FILE_CHARS:
+            raise ValueError(f"a flow of at most {MAX_FILE_CHARS} characters, not {size}")
+        return value
+
+
+class LintProblem(BaseModel):
+    """One thing wrong with a linted flow."""
+
+    step: str | None
+    """The step it is about (None: the flow itself, or its text)."""
+    field: str
+    """Where, inside the step or the flow: `needs`, `script.path`, `ai_agent.agent`, `yaml`."""
+    message: str
+
+    @classmethod
+    def of(cls, problem: Problem) -> LintProblem:
+        return cls(step=problem.step, field=problem.field, message=problem.message)
+
+
+class LintOut(BaseModel):
+    """What a lint found: `valid` when saving the caller's draft would pass its checks."""
+
+    valid: bool
+    problems: list[LintProblem]
 
 
 class LinkedDraftsOut(BaseModel):
