@@ -1,5 +1,6 @@
 /**
- * Edit a script (Python) or a flow (YAML) and save it as the item's next version.
+ * Edit a script (Python) or a flow (YAML) and save it as the item's next version;
+ * variables, secrets and resources go to `ValueEditor`.
  * The write names the version it started from (`base_version`): if someone
  * saved meanwhile, the API refuses it (409) and nothing is lost here.
  */
@@ -10,6 +11,8 @@ import { api, unwrap } from '../api/client'
 import type { Item } from '../api/types'
 import { CodeEditor } from './CodeEditor'
 import { ErrorBox } from './ErrorBox'
+import { ValueEditor } from './ValueEditor'
+import { editsValue } from './value/write'
 
 function sourceOf(item: Item): string {
   if (typeof item.value === 'string') return item.value
@@ -17,6 +20,11 @@ function sourceOf(item: Item): string {
 }
 
 export default function ItemEditor({ item, onDone }: { item: Item; onDone: () => void }) {
+  if (editsValue(item)) return <ValueEditor item={item} onDone={onDone} />
+  return <CodeItemEditor item={item} onDone={onDone} />
+}
+
+function CodeItemEditor({ item, onDone }: { item: Item; onDone: () => void }) {
   const client = useQueryClient()
   const [text, setText] = useState(() => sourceOf(item))
   const [message, setMessage] = useState('')

@@ -6,6 +6,7 @@ import { DiffView } from '../components/DiffView'
 import { ErrorBox } from '../components/ErrorBox'
 import { StartRun } from '../components/StartRun'
 import { editable } from '../lib/editable'
+import { editsValue } from '../components/value/write'
 import { Json } from '../components/Json'
 import { formatTime } from '../lib/format'
 
@@ -60,6 +61,16 @@ export function ItemPage() {
         <h1 className="mono">{it.path}</h1>
         <span className="badge">{it.kind}</span>
         {it.deleted && <span className="badge status-failed">deleted</span>}
+        {it.resource_type === 'ai_agent' && !it.deleted && (
+          <Link to="/agents/$" params={{ _splat: it.path }} search={{}}>
+            Open in the agent editor
+          </Link>
+        )}
+        {it.kind === 'flow' && !it.deleted && (
+          <Link to="/edit/$" params={{ _splat: it.path }}>
+            Open in the flow editor
+          </Link>
+        )}
       </div>
       {it.summary && <p className="lead">{it.summary}</p>}
       {it.description && <p>{it.description}</p>}
@@ -102,9 +113,9 @@ export function ItemPage() {
       )}
       <div className="section-head">
         <h2>{it.kind === 'script' ? 'Code' : it.kind === 'flow' ? 'Flow' : 'Value'}</h2>
-        {!editing && !version && editable(it) && (
+        {!editing && !version && (editable(it) || editsValue(it)) && (
           <button type="button" className="small" onClick={() => setEditing(true)}>
-            Edit
+            {it.secret ? 'Replace the secret' : 'Edit'}
           </button>
         )}
       </div>
