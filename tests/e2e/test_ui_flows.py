@@ -56,7 +56,8 @@ def test_sign_in_follow_a_run_approve_and_sign_out(
     expect(greet).to_have_attribute("data-status", "succeeded")
     greet.click()
     expect(page.get_by_role("complementary", name="Step greet")).to_contain_text("Attempts")
-    expect(page.get_by_text('"hello e2e"')).to_be_visible()  # the run's result
+    # The run's result (the drawer of its last step shows it too, as that step's output).
+    expect(page.get_by_role("region", name="Result").get_by_text('"hello e2e"')).to_be_visible()
 
     # The runs list shows it, linked by its flow path.
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Runs").click()

@@ -1,5 +1,6 @@
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useInfiniteQuery, useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api, unwrap } from './client'
+import type { components } from './schema'
 import type { Run, RunStatus } from './types'
 
 export const ACTIVE: ReadonlySet<string> = new Set(['queued', 'running', 'waiting'])
@@ -71,8 +72,8 @@ export function useRunUsage(runId: string) {
   })
 }
 
-export function useTranscript(runId: string, stepId: string, enabled: boolean) {
-  return useQuery({
+function transcriptQuery(runId: string, stepId: string) {
+  return {
     queryKey: ['runs', runId, 'transcript', stepId],
     queryFn: () =>
       unwrap(
@@ -80,7 +81,18 @@ export function useTranscript(runId: string, stepId: string, enabled: boolean) {
           params: { path: { run_id: runId, step_id: stepId } },
         }),
       ),
-    enabled,
+  }
+}
+
+export function useTranscript(runId: string, stepId: string, enabled: boolean) {
+  return useQuery({ ...transcriptQuery(runId, stepId), enabled })
+}
+
+/** The transcripts of several agent steps (the DAG's expanded ones), by step id. */
+export function useTranscripts(runId: string, stepIds: readonly string[]) {
+  return useQueries({
+    queries: stepIds.map((id) => transcriptQuery(runId, id)),
+    combine: (results) => new Map(stepIds.map((id, i) => [id, results[i]?.data])),
   })
 }
 
@@ -113,4 +125,32 @@ export function useRunActions(runId: string) {
     onSuccess: refresh,
   })
   return { cancel, retry }
+}
+
+/** Every wait for a person of the run (pending and decided) the caller sees, oldest first. */
+export function useRunApprovals(runId: string, active: boolean) {
+  return useQuery({
+    // Under ['approvals']: the run's events and every decision refetch it.
+    queryKey: ['approvals', 'run', runId],
+    queryFn: () => unwrap(api.GET('/api/approvals', { params: { query: { status: 'any', run_id: runId } } })),
+    refetchInterval: active ? 5000 : false,
+  })
+}
+
+/** One entry of an agent step's journal: what it recorded, and whether the step's latest execution
+ * replayed it (read it back, not did it again) or ran it live. */
+export type JournalEntry = components['schemas']['JournalEntryOut']
+
+export function useJournal(runId: string, stepId: string, active: boolean) {
+  return useQuery({
+    queryKey: ['runs', runId, 'journal', stepId],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/runs/{run_id}/steps/{step_id}/journal', {
+          params: { path: { run_id: runId, step_id: stepId } },
+        }),
+      ),
+    refetchInterval: active ? 5000 : false,
+    retry: false,
+  })
 }

@@ -1,4 +1,5 @@
-/** The DAG of a run's steps (React Flow, laid out with dagre), each with its status. */
+/** The DAG of a run's steps (React Flow, laid out with dagre), each with its status, attempts and
+ * duration; a step with children (an agent's tool calls, a sub-flow's steps) expands into them. */
 import {
   Background,
   Controls,
@@ -17,7 +18,9 @@ import { type RefObject, useEffect, useMemo, useRef } from 'react'
 import { layoutDag } from '../lib/dagLayout'
 import type { FlowStep } from '../lib/flowSteps'
 import { formatDuration } from '../lib/format'
+import type { ChildNode, NodeChildren } from '../lib/runChildren'
 import type { StepState } from '../lib/stepStates'
+import './run/run.css'
 
 type StepData = {
   step: FlowStep
@@ -25,37 +28,100 @@ type StepData = {
   selected: boolean
   /** The run ended: a step with no job never ran. */
   ended: boolean
+  /** What it expands into, if anything, and whether it is expanded. */
+  children?: NodeChildren
+  expanded: boolean
+  onToggle?: (id: string) => void
 }
 type StepNode = Node<StepData, 'step'>
+type ChildData = { child: ChildNode }
+type ChildFlowNode = Node<ChildData, 'child'>
 
 function StepNodeView({ data }: NodeProps<StepNode>) {
-  const { step, state, selected, ended } = data
+  const { step, state, selected, ended, children, expanded, onToggle } = data
   const status = state?.status ?? (ended ? 'not_run' : 'pending')
   return (
-    // A click (or Enter on the button) reaches React Flow's onNodeClick.
+    <>
+      {/* A click (or Enter on the button) reaches React Flow's onNodeClick. */}
+      <button
+        type="button"
+        className={`dag-node status-${status}${selected ? ' selected' : ''}`}
+        data-testid={`step-${step.id}`}
+        data-status={status}
+        aria-pressed={selected}
+        title={step.summary || undefined}
+      >
+        <Handle type="target" position={Position.Top} isConnectable={false} />
+        <span className="dag-node-title">
+          <strong>{step.id}</strong> <span className="muted">{step.kind}</span>
+        </span>
+        <span className="dag-node-meta">
+          <span className={`badge status-${status}`}>{status.replace('_', ' ')}</span>
+          {state && (
+            <span title={`${state.attempts} attempt${state.attempts === 1 ? '' : 's'}`} data-testid="attempts">
+              ×{state.attempts}
+            </span>
+          )}
+          {state?.duration != null && <span data-testid="duration">{formatDuration(state.duration)}</span>}
+        </span>
+        <Handle type="source" position={Position.Bottom} isConnectable={false} />
+      </button>
+      {children && onToggle && (
+        <ExpandToggle stepId={step.id} label={children.label} expanded={expanded} onToggle={onToggle} />
+      )}
+    </>
+  )
+}
+
+/** Beside the node's button (a button holds no other): shows or hides what the step expands into. */
+function ExpandToggle({
+  stepId,
+  label,
+  expanded,
+  onToggle,
+}: {
+  stepId: string
+  label: string
+  expanded: boolean
+  onToggle: (id: string) => void
+}) {
+  return (
     <button
       type="button"
-      className={`dag-node status-${status}${selected ? ' selected' : ''}`}
-      data-testid={`step-${step.id}`}
-      data-status={status}
-      aria-pressed={selected}
-      title={step.summary || undefined}
+      className="dag-node-toggle nodrag"
+      aria-expanded={expanded}
+      aria-label={`${expanded ? 'Hide' : 'Show'} ${label} of ${stepId}`}
+      onClick={(e) => {
+        // Not a click on the node: it must not open (or close) the step's drawer.
+        e.stopPropagation()
+        onToggle(stepId)
+      }}
     >
-      <Handle type="target" position={Position.Top} isConnectable={false} />
-      <span className="dag-node-title">
-        <strong>{step.id}</strong> <span className="muted">{step.kind}</span>
-      </span>
-      <span className="dag-node-meta">
-        <span className={`badge status-${status}`}>{status.replace('_', ' ')}</span>
-        {state && state.attempts > 1 && <span title={`${state.attempts} attempts`}>×{state.attempts}</span>}
-        {state?.duration != null && <span>{formatDuration(state.duration)}</span>}
-      </span>
-      <Handle type="source" position={Position.Bottom} isConnectable={false} />
+      {expanded ? '−' : '+'} {label}
     </button>
   )
 }
 
-const NODE_TYPES = { step: StepNodeView }
+function ChildNodeView({ data }: NodeProps<ChildFlowNode>) {
+  const { child } = data
+  return (
+    <div className={`dag-node dag-child status-${child.status}`} data-testid={`child-${child.id}`} data-status={child.status}>
+      <Handle type="target" position={Position.Top} isConnectable={false} />
+      <span className="dag-node-title">
+        <strong>{child.label}</strong>
+      </span>
+      <span className="dag-node-meta">
+        <span className={`badge status-${child.status}`}>{child.status.replace('_', ' ')}</span>
+        <span className="dag-child-detail" title={child.detail}>
+          {child.detail}
+        </span>
+      </span>
+      <Handle type="source" position={Position.Bottom} isConnectable={false} />
+    </div>
+  )
+}
+
+const NODE_TYPES = { step: StepNodeView, child: ChildNodeView }
 const FIT = { maxZoom: 1.2, padding: 0.15 }
 
 /** Keep the whole graph in view when its steps change or its pane is resized (a drawer opens). */
@@ -81,27 +147,67 @@ export function RunDag({
   selected,
   ended,
   onSelect,
+  expandable,
+  expanded,
+  onToggle,
 }: {
   steps: FlowStep[]
   states: Map<string, StepState>
   selected: string | null
   ended: boolean
+  /** Called with a top-level step's id (a child node selects the step it belongs to). */
   onSelect: (id: string) => void
+  /** The steps that expand, and into what (optional: without it no step expands). */
+  expandable?: ReadonlyMap<string, NodeChildren>
+  expanded?: ReadonlySet<string>
+  onToggle?: (id: string) => void
 }) {
-  const layout = useMemo(() => layoutDag(steps), [steps])
+  const shown = useMemo(() => {
+    const list: ChildNode[] = []
+    for (const [id, c] of expandable ?? []) if (expanded?.has(id)) list.push(...c.nodes)
+    return list
+  }, [expandable, expanded])
+  const layout = useMemo(
+    () => layoutDag([...steps, ...shown.map((c) => ({ id: c.id, needs: [c.parent] }))]),
+    [steps, shown],
+  )
   const pane = useRef<HTMLDivElement>(null)
-  const shape = layout.edges.map((e) => e.id).join(',') + '|' + steps.map((s) => s.id).join(',')
-  const nodes: StepNode[] = layout.nodes.map((pos, i) => ({
-    id: pos.id,
-    type: 'step',
-    position: { x: pos.x, y: pos.y },
-    data: { step: steps[i]!, state: states.get(pos.id), selected: selected === pos.id, ended },
-    draggable: false,
-    connectable: false,
-  }))
+  const shape = layout.edges.map((e) => e.id).join(',') + '|' + layout.nodes.map((n) => n.id).join(',')
+  // Each child node's top-level step: a click on it selects that step.
+  const topOf = new Map<string, string>()
+  for (const [id, c] of expandable ?? []) for (const node of c.nodes) topOf.set(node.id, id)
+  const nodes: (StepNode | ChildFlowNode)[] = layout.nodes.map((pos, i) =>
+    i < steps.length
+      ? {
+          id: pos.id,
+          type: 'step' as const,
+          position: { x: pos.x, y: pos.y },
+          data: {
+            step: steps[i]!,
+            state: states.get(pos.id),
+            selected: selected === pos.id,
+            ended,
+            children: expandable?.get(pos.id),
+            expanded: expanded?.has(pos.id) ?? false,
+            onToggle,
+          },
+          draggable: false,
+          connectable: false,
+        }
+      : {
+          id: pos.id,
+          type: 'child' as const,
+          position: { x: pos.x, y: pos.y },
+          data: { child: shown[i - steps.length]! },
+          draggable: false,
+          connectable: false,
+        },
+  )
+  const childIds = new Set(shown.map((c) => c.id))
   const edges: Edge[] = layout.edges.map((e) => ({
     ...e,
     animated: states.get(e.target)?.status === 'running',
+    className: childIds.has(e.target) ? 'dag-child-edge' : undefined,
   }))
   return (
     <div className="dag" aria-label="Steps of the run" ref={pane}>
@@ -109,7 +215,7 @@ export function RunDag({
         nodes={nodes}
         edges={edges}
         nodeTypes={NODE_TYPES}
-        onNodeClick={(_, node) => onSelect(node.id)}
+        onNodeClick={(_, node) => onSelect(topOf.get(node.id) ?? node.id)}
         fitView
         fitViewOptions={FIT}
         nodesDraggable={false}

@@ -50,3 +50,23 @@ describe('StepDrawer', () => {
     expect(screen.getByText("Only the run's latest events are shown here.")).toBeInTheDocument()
   })
 })
+
+describe('StepDrawer output', () => {
+  const step = { id: 'greet', kind: 'script', summary: '', needs: [], inputs: { name: { expr: 'flow_input.name' } } }
+  const state = { status: 'succeeded', attempts: 1, duration: 1, jobs: [job(7, 2)] }
+
+  it("shows the run's result as its last step's output, and its declared inputs", () => {
+    render(
+      <StepDrawer runId="R" step={step} state={state} events={[]} waits={[]} approvals={[]} output={{ value: 'hello ada' }} onClose={() => {}} />,
+    )
+    const output = screen.getByRole('heading', { name: 'Output' }).parentElement!
+    expect(within(output).getByText('"hello ada"')).toBeInTheDocument()
+    expect(screen.getByText(/"expr": "flow_input.name"/)).toBeInTheDocument()
+  })
+
+  it('says where the output of another step went', () => {
+    render(<StepDrawer runId="R" step={step} state={state} events={[]} waits={[]} approvals={[]} onClose={() => {}} />)
+    const output = screen.getByRole('heading', { name: 'Output' }).parentElement!
+    expect(output).toHaveTextContent('Passed on to the next steps')
+  })
+})

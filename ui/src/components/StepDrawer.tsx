@@ -1,14 +1,14 @@
 /** One step of a run: its definition, attempts, logs (live), events and, for agents, the transcript. */
 import { Link } from '@tanstack/react-router'
 import { Fragment } from 'react'
-import { useTranscript } from '../api/runs'
-import type { Approval, Message, RunEvent, RunWait } from '../api/types'
+import type { Approval, RunEvent, RunWait } from '../api/types'
 import { ApprovalCard } from './ApprovalCard'
 import type { FlowStep } from '../lib/flowSteps'
 import { formatDuration, formatTime } from '../lib/format'
 import type { StepState } from '../lib/stepStates'
-import { ErrorBox } from './ErrorBox'
 import { Json } from './Json'
+import { Journal } from './run/Journal'
+import { Transcript } from './run/Transcript'
 import { StatusBadge } from './StatusBadge'
 
 type Props = {
@@ -21,10 +21,25 @@ type Props = {
   approvals: Approval[]
   /** Whether the run's earlier events were left out (the page opened with its latest ones). */
   truncated?: boolean
+  /** Whether the run is queued, running or waiting (its step's transcript and journal are refetched). */
+  active?: boolean
+  /** What the step answered, when it is known: the run's result, for its last step. */
+  output?: { value: unknown } | null
   onClose: () => void
 }
 
-export function StepDrawer({ runId, step, state, events, waits, approvals, truncated = false, onClose }: Props) {
+export function StepDrawer({
+  runId,
+  step,
+  state,
+  events,
+  waits,
+  approvals,
+  truncated = false,
+  active = false,
+  output = null,
+  onClose,
+}: Props) {
   // Each event names its job (attempt): the step's own are those of its jobs in this run.
   const attemptOf = new Map((state?.jobs ?? []).map((job) => [job.id, job.attempt]))
   const mine = events.filter(
@@ -67,6 +82,22 @@ export function StepDrawer({ runId, step, state, events, waits, approvals, trunc
           stored).
         </p>
         {Object.keys(step.inputs).length === 0 ? <p className="muted">None.</p> : <Json value={step.inputs} />}
+      </section>
+
+      <section>
+        <h3>Output</h3>
+        {output ? (
+          <>
+            <p className="muted small-text">The run's result, which this last step gave.</p>
+            <Json value={output.value} />
+          </>
+        ) : (
+          <p className="muted">
+            {state?.status === 'succeeded'
+              ? 'Passed on to the next steps (the API keeps only the run’s result).'
+              : 'None yet.'}
+          </p>
+        )}
       </section>
 
       <section>
@@ -137,7 +168,8 @@ export function StepDrawer({ runId, step, state, events, waits, approvals, trunc
         )}
       </section>
 
-      {isAgent && <Transcript runId={runId} stepId={step.id} />}
+      {isAgent && <Transcript runId={runId} stepId={step.id} active={active} />}
+      {isAgent && <Journal runId={runId} stepId={step.id} active={active} />}
 
       <section>
         <h3>Events</h3>
@@ -183,27 +215,6 @@ function eventSummary(e: RunEvent): string {
     default:
       return ''
   }
-}
-
-function Transcript({ runId, stepId }: { runId: string; stepId: string }) {
-  const transcript = useTranscript(runId, stepId, true)
-  return (
-    <section>
-      <h3>Transcript</h3>
-      <ErrorBox error={transcript.error} />
-      {transcript.data?.length === 0 && <p className="muted">The agent has not started.</p>}
-      <ol className="transcript">
-        {transcript.data?.map((m: Message, i) => (
-          <li key={i} className={`msg msg-${m.role}`}>
-            <strong>{m.role}</strong>
-            {m.name && <span className="muted"> {m.name}</span>}
-            {m.content && <p>{m.content}</p>}
-            {m.tool_calls.length > 0 && <Json value={m.tool_calls} />}
-          </li>
-        ))}
-      </ol>
-    </section>
-  )
 }
 
 /** A failed attempt's error: its type and message, and the traceback on demand. */

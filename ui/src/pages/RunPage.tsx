@@ -2,12 +2,24 @@ import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router'
 import { lazy, Suspense, useMemo } from 'react'
 import { usePendingApprovals } from '../api/approvals'
 import { useRunEvents } from '../api/events'
-import { ACTIVE, useJobs, useRun, useRunActions, useRunFlow, useRunUsage, useRunWaits } from '../api/runs'
+import {
+  ACTIVE,
+  useJobs,
+  useRun,
+  useRunActions,
+  useRunApprovals,
+  useRunFlow,
+  useRunUsage,
+  useRunWaits,
+} from '../api/runs'
 import type { Job } from '../api/types'
 import { ErrorBox } from '../components/ErrorBox'
 import { Json } from '../components/Json'
 import { StatusBadge } from '../components/StatusBadge'
 import { StepDrawer } from '../components/StepDrawer'
+import { OrphanSteps } from '../components/run/OrphanSteps'
+import { Timeline } from '../components/run/Timeline'
+import { useDagChildren } from '../components/run/useDagChildren'
 import { type FlowStep, flowSteps } from '../lib/flowSteps'
 import { elapsed, formatCost, formatDuration, formatTime } from '../lib/format'
 import { stepStates } from '../lib/stepStates'
@@ -42,12 +54,13 @@ export function RunPage() {
   const now = useNow(active)
   const { events, live, truncated } = useRunEvents(runId, active)
   const { cancel, retry } = useRunActions(runId)
-
+  const decided = useRunApprovals(runId, active)
   const steps = useMemo(() => {
     const fromFlow = flowSteps(flow.data?.definition)
     return fromFlow.length > 0 ? fromFlow : stepsFromJobs(runId, jobs.data ?? [])
   }, [flow.data, jobs.data, runId])
   const states = useMemo(() => stepStates(runId, jobs.data ?? [], now), [runId, jobs.data, now])
+  const { expandable, expanded, toggle, orphans } = useDagChildren(runId, steps, jobs.data, events)
   const cost = usage.data?.reduce<number | null>(
     (sum, u) => (u.cost_usd == null ? sum : (sum ?? 0) + u.cost_usd),
     null,
@@ -131,7 +144,12 @@ export function RunPage() {
               steps={steps}
               states={states}
               ended={!ACTIVE.has(r.status)}
-              selected={selected ?? null} onSelect={(id) => select(id === selected ? undefined : id)} />
+              selected={selected ?? null}
+              onSelect={(id) => select(id === selected ? undefined : id)}
+              expandable={expandable}
+              expanded={expanded}
+              onToggle={toggle}
+            />
           </Suspense>
         ) : (
           <p className="muted">No steps have started yet.</p>
@@ -145,10 +163,17 @@ export function RunPage() {
             waits={waits.data ?? []}
             approvals={approvals.data ?? []}
             truncated={truncated}
+            active={active}
+            output={lastStepOutput(r.status, r.result, flow.data?.definition, steps, selectedStep.id)}
             onClose={() => select(undefined)}
           />
         )}
       </div>
+      {orphans.size > 0 && <OrphanSteps orphans={orphans} />}
+      <section aria-labelledby="timeline-head">
+        <h2 id="timeline-head">Timeline</h2>
+        <Timeline runId={runId} jobs={jobs.data ?? []} approvals={decided.data ?? []} waits={waits.data ?? []} now={now} />
+      </section>
       {ACTIVE.has(r.status) && (waits.data ?? []).length > 0 && (
         <section>
           <h2>What it waits for</h2>
@@ -162,11 +187,23 @@ export function RunPage() {
         </section>
       )}
       {r.status === 'succeeded' && (
-        <section>
-          <h2>Result</h2>
+        <section aria-labelledby="result-head">
+          <h2 id="result-head">Result</h2>
           <Json value={r.result} />
         </section>
       )}
     </section>
   )
+}
+
+/** The run's result is its last step's output when the flow names no `result`. */
+function lastStepOutput(
+  status: string,
+  result: unknown,
+  definition: Record<string, unknown> | undefined,
+  steps: readonly FlowStep[],
+  stepId: string,
+): { value: unknown } | null {
+  if (status !== 'succeeded' || !definition || definition.result != null) return null
+  return steps[steps.length - 1]?.id === stepId ? { value: result } : null
 }
