@@ -4,9 +4,7 @@ Each screen is a test of its own, opened signed in as ada (through the
 sign-in form, once per module) except the sign-in page itself; each gets a
 full-page screenshot in `tests/e2e/artifacts/a11y/<screen>.png` (the
 artifacts folder is `$TIDEMILL_E2E_ARTIFACTS` when set), taken before
-the check, so that a failing screen can be looked at. A screen whose
-violations are known (`KNOWN`, in another component's file) is an expected
-failure saying which, until that file is fixed.
+the check, so that a failing screen can be looked at.
 
 axe checks no focus styles, so `test_keyboard_focus_is_visible` tabs
 through a few screens and asks every control it reaches for a solid ring.
@@ -69,21 +67,6 @@ SCREENS = {
 }
 
 # Screens whose violations are in files another helper is changing now (the lead fixes them).
-KNOWN = {
-    "item-flow": (
-        'scrollable-region-focusable (serious): <pre class="json"> (components/Json.tsx) scrolls'
-        " (max-height 28rem) and cannot be focused: it needs tabIndex={0} and a name"
-    ),
-    "run-logs": (
-        'scrollable-region-focusable (serious): <pre class="logs" aria-label="Logs">'
-        " (components/StepDrawer.tsx) scrolls and cannot be focused: it needs tabIndex={0}"
-    ),
-    "agent-editor": (
-        "color-contrast (serious): CodeMirror's defaultHighlightStyle colours Python f-strings"
-        ' (tags.special(tags.string)) #e40 on white, 3.84:1 (<span class="ͼf">f\'refunded </span>):'
-        " components/CodeEditor.tsx needs a HighlightStyle of 4.5:1 or more (e.g. #b83200)"
-    ),
-}
 
 
 def sign_in(page: Any, user: str = "ada") -> None:
@@ -199,13 +182,7 @@ def open_screen(
             context.close()
 
 
-def _param(name: str) -> Any:
-    known = KNOWN.get(name)
-    marks = [pytest.mark.xfail(strict=False, reason=known)] if known else []
-    return pytest.param(name, marks=marks, id=name)
-
-
-@pytest.mark.parametrize("name", [_param(name) for name in SCREENS])
+@pytest.mark.parametrize("name", list(SCREENS))
 def test_screen_has_no_serious_accessibility_violations(name: str, open_screen: Any) -> None:
     page = open_screen(SCREENS[name])
     (ARTIFACTS / "a11y").mkdir(parents=True, exist_ok=True)

@@ -154,3 +154,21 @@ export function useJournal(runId: string, stepId: string, active: boolean) {
     retry: false,
   })
 }
+
+/** One job (attempt) of a run with its evaluated inputs and its result, the job's secrets masked
+ * (`null` for a job that recorded none: a branch, a loop, one that has not ended). */
+export function useJobDetail(runId: string, jobId: number | null, finished: boolean) {
+  return useQuery({
+    queryKey: ['runs', runId, 'job', jobId],
+    queryFn: () =>
+      unwrap(
+        api.GET('/api/runs/{run_id}/jobs/{job_id}', {
+          params: { path: { run_id: runId, job_id: jobId ?? 0 } },
+        }),
+      ),
+    enabled: jobId !== null,
+    // A finished job's record does not change; a running one's is fetched again when it ends.
+    staleTime: finished ? Infinity : 0,
+    retry: false,
+  })
+}

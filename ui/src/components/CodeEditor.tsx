@@ -6,6 +6,7 @@ import { EditorState } from '@codemirror/state'
 import { EditorView } from '@codemirror/view'
 import { basicSetup } from 'codemirror'
 import { useEffect, useRef } from 'react'
+import { readableHighlighting } from './codeHighlight'
 
 export type Language = 'python' | 'yaml' | 'json'
 
@@ -33,6 +34,7 @@ export function CodeEditor({ value, onChange, language, label }: Props) {
         doc: value,
         extensions: [
           basicSetup,
+          readableHighlighting,
           LANGUAGES[language](),
           EditorView.contentAttributes.of({ 'aria-label': label }),
           EditorView.updateListener.of((update) => {

@@ -1,5 +1,7 @@
-import { render, screen, within } from '@testing-library/react'
-import { describe, expect, it } from 'vitest'
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
+import { render as renderBare, screen, waitFor, within } from '@testing-library/react'
+import type { ReactElement } from 'react'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Job, RunEvent } from '../api/types'
 import { StepDrawer } from './StepDrawer'
 
@@ -19,12 +21,35 @@ function job(id: number, attempt: number): Job {
   }
 }
 
+function answer(body: unknown, status = 200) {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } })
+}
+
+/** The API's record of a job: `recorded` as the worker stored it (null: it stored none). */
+function serveJob(recorded: { inputs: unknown; result: unknown } | null) {
+  const fetch = vi.fn(async (request: Request) => {
+    const match = new URL(request.url).pathname.match(/^\/api\/runs\/R\/jobs\/(\d+)$/)
+    if (!match) return answer({ type: 'NotFound', message: 'no route' }, 404)
+    return answer({ ...job(Number(match[1]), 2), inputs: recorded?.inputs ?? null, result: recorded?.result ?? null })
+  })
+  vi.stubGlobal('fetch', fetch)
+  return fetch
+}
+
+afterEach(() => vi.unstubAllGlobals())
+
+function render(ui: ReactElement) {
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } })
+  return renderBare(<QueryClientProvider client={client}>{ui}</QueryClientProvider>)
+}
+
 function log(id: number, run_id: string, job_id: number, text: string): RunEvent {
   return { id, run_id, step_id: 'greet', job_id, kind: 'log', data: { text, stream: 'stdout' }, at: 1 }
 }
 
 describe('StepDrawer', () => {
   it("shows the logs of the step's own jobs, each with its attempt", () => {
+    serveJob(null)
     const jobs = [job(7, 1), job(9, 2)]
     const events = [
       log(1, 'R', 7, 'first try'),
@@ -55,18 +80,38 @@ describe('StepDrawer output', () => {
   const step = { id: 'greet', kind: 'script', summary: '', needs: [], inputs: { name: { expr: 'flow_input.name' } } }
   const state = { status: 'succeeded', attempts: 1, duration: 1, jobs: [job(7, 2)] }
 
-  it("shows the run's result as its last step's output, and its declared inputs", () => {
+  it("shows the run's result as its last step's output, and its declared inputs, when the job recorded none", async () => {
+    const fetch = serveJob(null)
     render(
       <StepDrawer runId="R" step={step} state={state} events={[]} waits={[]} approvals={[]} output={{ value: 'hello ada' }} onClose={() => {}} />,
     )
-    const output = screen.getByRole('heading', { name: 'Output' }).parentElement!
+    await waitFor(() => expect(fetch).toHaveBeenCalled())
+    const output = screen.getByRole('region', { name: 'Output' })
     expect(within(output).getByText('"hello ada"')).toBeInTheDocument()
     expect(screen.getByText(/"expr": "flow_input.name"/)).toBeInTheDocument()
   })
 
-  it('says where the output of another step went', () => {
+  it('shows the inputs and output its attempt recorded, secrets masked by the worker', async () => {
+    serveJob({ inputs: { name: 'ada', token: '***' }, result: 'hello ada ***' })
     render(<StepDrawer runId="R" step={step} state={state} events={[]} waits={[]} approvals={[]} onClose={() => {}} />)
-    const output = screen.getByRole('heading', { name: 'Output' }).parentElement!
-    expect(output).toHaveTextContent('Passed on to the next steps')
+    const inputs = screen.getByRole('region', { name: 'Inputs' })
+    expect(await within(inputs).findByText(/"token": "\*\*\*"/)).toBeInTheDocument()
+    expect(within(inputs).getByText(/As attempt 2 ran with them/)).toBeInTheDocument()
+    expect(within(screen.getByRole('region', { name: 'Output' })).getByText('"hello ada ***"')).toBeInTheDocument()
+  })
+
+  it('says when a step records no output of its own', async () => {
+    const fetch = serveJob(null)
+    render(<StepDrawer runId="R" step={step} state={state} events={[]} waits={[]} approvals={[]} onClose={() => {}} />)
+    await waitFor(() => expect(fetch).toHaveBeenCalled())
+    expect(screen.getByRole('region', { name: 'Output' })).toHaveTextContent('This step records no output of its own.')
+  })
+
+  it('asks nothing before the step ended', () => {
+    const fetch = serveJob(null)
+    const running = { ...state, status: 'running', jobs: [{ ...job(7, 1), status: 'running', finished_at: null }] }
+    render(<StepDrawer runId="R" step={step} state={running} events={[]} waits={[]} approvals={[]} onClose={() => {}} />)
+    expect(screen.getByRole('region', { name: 'Output' })).toHaveTextContent('None yet.')
+    expect(fetch).not.toHaveBeenCalled()
   })
 })

@@ -8,6 +8,7 @@ import { formatDuration, formatTime } from '../lib/format'
 import type { StepState } from '../lib/stepStates'
 import { Json } from './Json'
 import { Journal } from './run/Journal'
+import { StepIO } from './run/StepIO'
 import { Transcript } from './run/Transcript'
 import { StatusBadge } from './StatusBadge'
 
@@ -75,30 +76,7 @@ export function StepDrawer({
         <ApprovalCard key={a.id} approval={a} />
       ))}
 
-      <section>
-        <h3>Inputs</h3>
-        <p className="muted small-text">
-          As the run's flow defines them (expressions are evaluated when the step runs; the evaluated values are not
-          stored).
-        </p>
-        {Object.keys(step.inputs).length === 0 ? <p className="muted">None.</p> : <Json value={step.inputs} />}
-      </section>
-
-      <section>
-        <h3>Output</h3>
-        {output ? (
-          <>
-            <p className="muted small-text">The run's result, which this last step gave.</p>
-            <Json value={output.value} />
-          </>
-        ) : (
-          <p className="muted">
-            {state?.status === 'succeeded'
-              ? 'Passed on to the next steps (the API keeps only the run’s result).'
-              : 'None yet.'}
-          </p>
-        )}
-      </section>
+      <StepIO runId={runId} step={step} state={state} runOutput={output} />
 
       <section>
         <h3>Attempts</h3>
@@ -151,7 +129,7 @@ export function StepDrawer({
         {logs.length === 0 ? (
           <p className="muted">Nothing printed.</p>
         ) : (
-          <pre className="logs" aria-label="Logs" aria-live="polite">
+          <pre className="logs" aria-label="Logs" tabIndex={0}>
             {logs.map((e) => {
               const text = typeof e.data.text === 'string' ? e.data.text : ''
               const stream = e.data.stream === 'stderr' ? 'stderr' : 'stdout'
