@@ -6,6 +6,7 @@ import {
   type Edge,
   Handle,
   type Node,
+  type NodeChange,
   type NodeProps,
   Position,
   ReactFlow,
@@ -14,7 +15,7 @@ import {
 } from '@xyflow/react'
 import '@xyflow/react/dist/style.css'
 
-import { type RefObject, useEffect, useMemo, useRef } from 'react'
+import { type RefObject, useCallback, useEffect, useMemo, useRef } from 'react'
 import { layoutDag } from '../lib/dagLayout'
 import type { FlowStep } from '../lib/flowSteps'
 import { formatDuration } from '../lib/format'
@@ -172,6 +173,14 @@ export function RunDag({
     [steps, shown],
   )
   const pane = useRef<HTMLDivElement>(null)
+  // React Flow forgets a node's measured size when it gets a new node object (each render
+  // here): it hides the node until it is measured again, and refits the view. Handing back
+  // the sizes it reported keeps nodes shown and the view still while the run moves.
+  const sizes = useRef(new Map<string, { width: number; height: number }>())
+  const onNodesChange = useCallback((changes: NodeChange[]) => {
+    for (const change of changes)
+      if (change.type === 'dimensions' && change.dimensions) sizes.current.set(change.id, change.dimensions)
+  }, [])
   const shape = layout.edges.map((e) => e.id).join(',') + '|' + layout.nodes.map((n) => n.id).join(',')
   // Each child node's top-level step: a click on it selects that step.
   const topOf = new Map<string, string>()
@@ -182,6 +191,7 @@ export function RunDag({
           id: pos.id,
           type: 'step' as const,
           position: { x: pos.x, y: pos.y },
+          measured: sizes.current.get(pos.id),
           data: {
             step: steps[i]!,
             state: states.get(pos.id),
@@ -198,6 +208,7 @@ export function RunDag({
           id: pos.id,
           type: 'child' as const,
           position: { x: pos.x, y: pos.y },
+          measured: sizes.current.get(pos.id),
           data: { child: shown[i - steps.length]! },
           draggable: false,
           connectable: false,
@@ -215,6 +226,7 @@ export function RunDag({
         nodes={nodes}
         edges={edges}
         nodeTypes={NODE_TYPES}
+        onNodesChange={onNodesChange}
         onNodeClick={(_, node) => onSelect(topOf.get(node.id) ?? node.id)}
         fitView
         fitViewOptions={FIT}
