@@ -59,3 +59,9 @@ def report(found: list[dict[str, Any]]) -> str:
             html = html if len(html) <= 80 else html[:77] + "..."
             lines.append(f"  {' '.join(map(str, node['target']))} {html}: {summary}")
     return "\n".join(lines)
+
+
+def assert_accessible(page: Any) -> None:
+    """Fail, listing them, on serious or critical violations of `page` as it is now."""
+    found = violations(page)
+    assert not found, f"{page.url}:\n{report(found)}"

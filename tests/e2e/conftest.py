@@ -116,6 +116,26 @@ SUPPORT = {
 }
 _READY = re.compile(r"Tidemill server at (http://\S+) ")
 _HERE = Path(__file__).parent
+ARTIFACTS = Path(os.environ.get("TIDEMILL_E2E_ARTIFACTS") or _HERE / "artifacts")
+"""Where screenshots go: `$TIDEMILL_E2E_ARTIFACTS`, for CI to keep, or `tests/e2e/artifacts/`."""
+
+
+def sign_in(page: Any, user: str = "ada") -> None:
+    """Sign `user` in through the sign-in form (the password is `PASSWORD`)."""
+    from playwright.sync_api import expect
+
+    page.goto("/sign-in")
+    page.get_by_label("Username").fill(user)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("current-user")).to_have_text(user)
+
+
+def screenshot(page: Any, name: str, *, full_page: bool = True) -> None:
+    """Save what `page` shows as `ARTIFACTS/<name>` (`name` may hold a folder: `a11y/runs.png`)."""
+    target = ARTIFACTS / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target), full_page=full_page)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

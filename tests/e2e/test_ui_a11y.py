@@ -12,17 +12,15 @@ through a few screens and asks every control it reaches for a solid ring.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e.axe import AXE, report, violations
-from tests.e2e.conftest import PASSWORD, UiServer, need
+from tests.e2e.conftest import UiServer, need, screenshot, sign_in
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -30,8 +28,6 @@ from playwright.sync_api import expect
 GATE = "f/demo/a11y_gate"
 GATE_MESSAGE = "Hold for the accessibility check"
 """A flow of this module's, whose run waits for ada's decision: the approvals inbox has a card."""
-ARTIFACTS = Path(os.environ.get("TIDEMILL_E2E_ARTIFACTS") or Path(__file__).parent / "artifacts")
-"""Where the screenshots go (under `a11y/`): `$TIDEMILL_E2E_ARTIFACTS`, for CI to keep, if set."""
 
 
 @dataclass(frozen=True)
@@ -67,15 +63,6 @@ SCREENS = {
 }
 
 # Screens whose violations are in files another helper is changing now (the lead fixes them).
-
-
-def sign_in(page: Any, user: str = "ada") -> None:
-    """Sign `user` in through the sign-in form; back on the runs list."""
-    page.goto("/sign-in")
-    page.get_by_label("Username").fill(user)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", level=1, name="Runs")).to_be_visible()
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +172,7 @@ def open_screen(
 @pytest.mark.parametrize("name", list(SCREENS))
 def test_screen_has_no_serious_accessibility_violations(name: str, open_screen: Any) -> None:
     page = open_screen(SCREENS[name])
-    (ARTIFACTS / "a11y").mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "a11y" / f"{name}.png"), full_page=True)
+    screenshot(page, f"a11y/{name}.png")
     found = violations(page)
     assert not found, f"{name} ({page.url}):\n{report(found)}"
 

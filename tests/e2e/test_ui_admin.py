@@ -15,19 +15,17 @@ import contextlib
 import re
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from tests.e2e.axe import report, violations
-from tests.e2e.conftest import PASSWORD, UiServer
+from tests.e2e.axe import assert_accessible
+from tests.e2e.conftest import PASSWORD, UiServer, screenshot, sign_in
 
 pytest.importorskip("playwright")
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
 REGION = "f/demo/adm_region"
 SECRET = "f/demo/adm_secret"
 TYPE = "f/demo/adm_type"
@@ -67,24 +65,6 @@ def seeded(ui_server: UiServer) -> Seeded:
     return Seeded(tail, old)
 
 
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / name, full_page=True)
-
-
-def sign_in(page: Any, user: str) -> None:
-    page.goto("/sign-in")
-    page.get_by_label("Username").fill(user)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_test_id("current-user")).to_have_text(user)
-
-
-def no_serious_axe_violations(page: Any) -> None:
-    found = violations(page)
-    assert not found, report(found)
-
-
 def test_ada_manages_people_folders_tokens_and_reads_the_audit(
     page: Any, ui_server: UiServer, seeded: Seeded, page_errors: list[str]
 ) -> None:
@@ -114,8 +94,8 @@ def test_ada_manages_people_folders_tokens_and_reads_the_audit(
     card.get_by_role("button", name=f"Add to {group}").click()
     expect(card.get_by_role("list", name=f"Members of {group}")).to_contain_text(carol)
     expect(row).to_contain_text(group)  # the users list follows
-    no_serious_axe_violations(page)
-    shot(page, "people.png")
+    assert_accessible(page)
+    screenshot(page, "people.png")
 
     # Folders: a new folder, whose viewers are the group.
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Folders").click()
@@ -133,8 +113,8 @@ def test_ada_manages_people_folders_tokens_and_reads_the_audit(
     with ui_server.client("ada") as client:
         folders = {f["name"]: f for f in client.get("/api/folders").json()}
     assert folders[folder]["roles"] == {f"g/{group}": "viewer"}
-    no_serious_axe_violations(page)
-    shot(page, "folders.png")
+    assert_accessible(page)
+    screenshot(page, "folders.png")
 
     # Tokens: made, shown once, working; listed without its text; revoked, refused.
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Tokens").click()
@@ -153,8 +133,8 @@ def test_ada_manages_people_folders_tokens_and_reads_the_audit(
     token_row = page.get_by_role("row").filter(has_text=name)
     expect(token_row).to_contain_text("active")
     expect(token_row).to_contain_text("items:read people:read")
-    no_serious_axe_violations(page)
-    shot(page, "tokens.png")
+    assert_accessible(page)
+    screenshot(page, "tokens.png")
     page.get_by_role("button", name="I have copied it").click()
     expect(page.get_by_label(f"The token {name}")).to_have_count(0)
     assert text not in page.content()
@@ -201,8 +181,8 @@ def test_ada_manages_people_folders_tokens_and_reads_the_audit(
     expect(log.locator("tbody tr").first).to_be_visible()
     actions = set(log.locator("tbody tr td:nth-child(4)").all_inner_texts())
     assert actions == {"grant.set"}
-    no_serious_axe_violations(page)
-    shot(page, "audit.png")
+    assert_accessible(page)
+    screenshot(page, "audit.png")
     assert page_errors == []
 
 
@@ -238,7 +218,7 @@ def test_bob_sees_no_private_folder_and_no_audit(
     expect(page.get_by_role("form", name="Add a user")).to_have_count(0)
     changes = re.compile("^(Disable|Make|Set the password)")
     expect(page.get_by_role("button", name=changes)).to_have_count(0)
-    no_serious_axe_violations(page)
+    assert_accessible(page)
     assert page_errors == []
 
 
@@ -262,7 +242,7 @@ def test_ada_edits_a_variable_replaces_a_secret_unseen_and_makes_one(
     value = page.get_by_label(f"Value of {REGION}")
     expect(value).to_have_value("eu-central-1")
     value.fill("eu-north-1")
-    shot(page, "variable-editor.png")
+    screenshot(page, "variable-editor.png")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_label(f"Value of {REGION}")).to_have_count(0)
     expect(page.locator("pre.code")).to_have_text("eu-north-1")
@@ -291,7 +271,7 @@ def test_ada_edits_a_variable_replaces_a_secret_unseen_and_makes_one(
     expect(field).to_have_value("")
     field.fill(new)
     assert new not in page.content() and seeded.old_secret not in page.content()
-    no_serious_axe_violations(page)
+    assert_accessible(page)
     page.get_by_role("button", name="Save the new secret").click()
     expect(page.get_by_label(f"New value of {SECRET}")).to_have_count(0)
     expect(page.get_by_text("A secret: its value is never shown.")).to_be_visible()
@@ -334,7 +314,7 @@ def test_ada_edits_a_resource_by_its_types_form_and_as_json(
     # The type is a workspace item: its schema gives the form.
     editor.get_by_label("url").fill("http://b")
     editor.get_by_label("retries").fill("3")
-    no_serious_axe_violations(page)
+    assert_accessible(page)
     editor.get_by_role("button", name="Save as v2").click()
     expect(editor).to_have_count(0)
     with ui_server.client("ada") as client:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from tests.e2e.axe import AXE, report, violations
-from tests.e2e.conftest import AGENT_SYSTEM, ASSISTANT, PASSWORD, SUPPORT, UiServer
+from tests.e2e.conftest import AGENT_SYSTEM, ASSISTANT, SUPPORT, UiServer, screenshot, sign_in
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -25,7 +24,6 @@ from playwright.sync_api import expect
 AGENT = "f/demo/ae_agent"
 FLOW = "f/demo/ae_flow"
 EDITED = "You are the edited agent.\nLook orders up before acting."
-ARTIFACTS = Path(__file__).parent / "artifacts"
 _AXE_DRAWER = """async () => {
   const results = await window.axe.run('.history-drawer', { resultTypes: ['violations'] })
   return results.violations.filter((v) => ['serious', 'critical'].includes(v.impact)).map((v) => ({
@@ -47,14 +45,6 @@ def seeded(ui_server: UiServer) -> None:
         "inputs": {"user_message": {"expr": "flow_input.message"}},
     }
     ui_server.ws.write(FLOW, "flow", {**SUPPORT, "steps": [step]})
-
-
-def sign_in(page: Any) -> None:
-    page.goto("/sign-in")
-    page.get_by_label("Username").fill("ada")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", level=1, name="Runs")).to_be_visible()
 
 
 def run_through_refund(client: httpx.Client, *, draft: bool) -> Any:
@@ -159,8 +149,7 @@ def test_edit_preview_deploy_and_restore_an_agent(
     diff = drawer.locator("figure.diff")
     expect(diff).to_contain_text("You are the demo support agent.")
     expect(diff).to_contain_text("You are the edited agent.")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / "agent-editor.png")
+    screenshot(page, "agent-editor.png", full_page=False)
     if AXE.is_file():  # the open drawer, which the screen-by-screen check does not open
         violations(page)  # loads axe-core into the page (the whole screen is test_ui_a11y's)
         found = page.evaluate(_AXE_DRAWER)

@@ -12,18 +12,16 @@ uses: `f/demo/agentrun_hold` (an approval step, to cancel),
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.axe import AXE, report, violations
-from tests.e2e.conftest import PASSWORD, UiServer, need
+from tests.e2e.axe import assert_accessible
+from tests.e2e.conftest import UiServer, screenshot, sign_in
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 # Named apart from test_ui_a11y.py's run.png, approvals.png and runs.png, which are other screens.
-ARTIFACTS = Path(__file__).parent / "artifacts"
 HOLD = {
     "summary": "Wait for a decision nobody makes (the cancel test's)",
     "steps": [
@@ -60,25 +58,6 @@ def seeded(ui_server: UiServer) -> None:
     ui_server.ws.write("f/demo/agentrun_hold", "flow", HOLD)
     ui_server.ws.write("f/demo/agentrun_fails", "flow", FAILS)
     ui_server.ws.write("f/demo/agentrun_loop", "flow", LOOP)
-
-
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / name, full_page=True)
-
-
-def sign_in(page: Any, user: str = "ada") -> None:
-    page.goto("/sign-in")
-    page.get_by_label("Username").fill(user)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_test_id("current-user")).to_have_text(user)
-
-
-def no_serious_violations(page: Any) -> None:
-    need(AXE.is_file(), f"no axe-core ({AXE}): `make ui` installs the UI's packages")
-    found = violations(page)
-    assert found == [], report(found)
 
 
 def submit(ui_server: UiServer, path: str, inputs: dict[str, Any] | None = None) -> str:
@@ -119,8 +98,8 @@ def test_an_agent_run_is_approved_with_edited_arguments_and_its_transcript_shows
     card.get_by_role("button", name="Edit arguments").click()
     card.get_by_label(re.compile(r"^amount")).fill("100")
     card.get_by_label("Feedback for the model (optional)").fill("100 is what we refund")
-    shot(page, "agent-approvals.png")
-    no_serious_violations(page)
+    screenshot(page, "agent-approvals.png")
+    assert_accessible(page)
     card.get_by_role("button", name="Approve").click()
     expect(card).to_have_count(0)
 
@@ -146,8 +125,8 @@ def test_an_agent_run_is_approved_with_edited_arguments_and_its_transcript_shows
         "data-status", "succeeded"
     )
     expect(page.get_by_test_id("child-answer::call::call_refund")).to_contain_text("amount=129")
-    shot(page, "agent-run.png")
-    no_serious_violations(page)
+    screenshot(page, "agent-run.png")
+    assert_accessible(page)
     page.get_by_role("button", name="Hide 2 tool calls of answer").click()
     expect(page.get_by_test_id("child-answer::call::call_lookup")).to_have_count(0)
 
@@ -189,13 +168,13 @@ def test_an_agent_run_is_approved_with_edited_arguments_and_its_transcript_shows
     )
     # The whole drawer in the picture (it scrolls on its own on the page).
     drawer.evaluate("(el) => { el.style.maxHeight = 'none' }")
-    shot(page, "transcript.png")
-    no_serious_violations(page)
+    screenshot(page, "transcript.png")
+    assert_accessible(page)
 
     # The runs list shows it.
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Runs").click()
     expect(page.locator(f'tr[data-run-id="{run_id}"]')).to_contain_text("succeeded")
-    shot(page, "agent-runs.png")
+    screenshot(page, "agent-runs.png")
     assert page_errors == []
 
 

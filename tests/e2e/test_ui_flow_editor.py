@@ -9,11 +9,10 @@ from __future__ import annotations
 import copy
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.conftest import ASSISTANT, PASSWORD, SUPPORT, UiServer
+from tests.e2e.conftest import ASSISTANT, SUPPORT, UiServer, screenshot, sign_in
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -22,7 +21,6 @@ FLOW = "f/demo/fe_support"
 AGENT = "f/demo/fe_agent"
 PLAIN = "f/demo/fe_plain"
 UNLINK = "f/demo/fe_unlink"
-ARTIFACTS = Path(__file__).parent / "artifacts"
 PLAIN_FLOW = {"summary": "Plain", "steps": [{"id": "first", "identity": True}]}
 
 
@@ -36,14 +34,6 @@ def seeded(ui_server: UiServer) -> None:
     ws.write(FLOW, "flow", flow)
     ws.write(PLAIN, "flow", PLAIN_FLOW)
     ws.write(UNLINK, "flow", flow)
-
-
-def sign_in(page: Any) -> None:
-    page.goto("/sign-in")
-    page.get_by_label("Username").fill("ada")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_test_id("current-user")).to_have_text("ada")
 
 
 def editor(page: Any, path: str) -> Any:
@@ -141,8 +131,7 @@ def test_edit_run_and_deploy_a_flow_with_its_agent_draft(
     graph.get_by_test_id("flow-step-answer").click()
     card = page.get_by_role("region", name=f"Linked to {AGENT}")
     expect(card).to_contain_text("You are the fe draft agent.")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "flow-editor.png"), full_page=True)
+    screenshot(page, "flow-editor.png")
 
     # Deploy, the agent's draft along (listed, checked).
     page.get_by_role("button", name="Deploy…").click()

@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useState } from 'react'
 import { useMe } from '../api/auth'
 import { useFolders, useItems, useSearch as useItemSearch } from '../api/items'
 import { ErrorBox } from '../components/ErrorBox'
+import { NewItemPanel } from '../components/NewItemPanel'
 import { formatTime } from '../lib/format'
 
 function ItemLink({ path }: { path: string }) {
@@ -32,6 +33,7 @@ export function WorkspacePage() {
       <div className="page-head">
         <h1>Workspace</h1>
       </div>
+      <NewItemPanel folders={folders.data?.map((f) => f.name) ?? []} prefix={prefix ?? ''} />
       <form role="search" className="filters" onSubmit={submit} aria-label="Search the workspace">
         <div className="field inline grow">
           <label htmlFor="ws-search">Search</label>
