@@ -28,6 +28,7 @@ PUBLIC_MODULES = [
     "tidemill.engine",
     "tidemill.workspace",
     "tidemill.server",
+    "tidemill.copilot",
 ]
 
 

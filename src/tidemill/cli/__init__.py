@@ -18,6 +18,7 @@ from tidemill._version import __version__
 from tidemill.cli import (
     _approvals,
     _common,
+    _copilot,
     _db,
     _flow,
     _memory,
@@ -48,6 +49,7 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]],
     _server.register,
     _ws.register,
     _sync.register,
+    _copilot.register,
 )
 
 _BROKEN_PIPE = 128 + getattr(signal, "SIGPIPE", 13)
@@ -60,7 +62,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Run]]:
     Examples:
         >>> parser, commands = build_parser()
         >>> print(" ".join(sorted(commands)))
-        approvals db flow memory proxy run runs server sync worker ws
+        approvals copilot db flow memory proxy run runs server sync worker ws
     """
     parser = argparse.ArgumentParser(
         prog="tidemill",

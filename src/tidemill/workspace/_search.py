@@ -6,15 +6,20 @@ changes. A search splits the query and every entry into words (paths split on
 `/`, `_`, `-` and `.`; everything lower-cased, punctuation dropped by
 `rapidfuzz.utils.default_process`) and matches query words against entry
 words with `rapidfuzz.fuzz.ratio`, so a typo (`tirage`), a prefix (`tri`) or
-another word order (`refund order`) still finds an item.
+another word order (`refund order`) still finds an item. Each word also has a
+stem (`stem`: one English ending dropped, cut to six letters), so another
+form of a word (`shipping` for `shipment`, `notify` for `notification`,
+`onbaording` for `onboard`) matches too, a little below the word itself.
 
 How an entry is scored (0 to 100, higher is better):
 
 * Each query word takes its best match among the entry's words: the word
   similarity (`fuzz.ratio`, at least `WORD_CUTOFF`; a prefix of a word scores
-  at least 90) times the weight of the field the word is in: the path's last
-  segment 1.0, the summary 0.95, the other path segments 0.9, the description
-  0.8. So a name or summary match outranks a description-only one.
+  at least 90; a match of stems, at least `STEM_CUTOFF`, counts 0.9 of the
+  stems' similarity) times the weight of the field the word is in: the
+  path's last segment 1.0, the summary 0.95, the other path segments 0.9,
+  the description 0.8. So a name or summary match outranks a
+  description-only one.
 * The entry's score is the mean over the query words; a word that matches
   nothing counts 0. Entries scoring under `SCORE_CUTOFF` (60) are dropped, so
   a query that matches nothing sensible returns `[]`, and a query of two words
@@ -57,10 +62,12 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_QUERY_WORDS",
     "SCORE_CUTOFF",
+    "STEM_CUTOFF",
     "WORD_CUTOFF",
     "SearchEntry",
     "SearchHit",
     "SearchIndex",
+    "stem",
 ]
 
 SCORE_CUTOFF = 60.0
@@ -80,6 +87,22 @@ _MIN_PREFIX = 2
 
 _MAX_VARIANTS = 32
 """How many entry words (the most similar) one query word may match."""
+
+STEM_CUTOFF = 80.0
+"""The lowest `fuzz.ratio` at which a query word's stem matches an entry word's stem."""
+
+_STEM_WEIGHT = 0.9
+"""A match by stem only (`shipping` for `shipment`) counts this much of its similarity."""
+
+_STEM_CHARS = 6
+"""Stems are cut to this many characters: `notification` and `notify` share `notifi`."""
+
+_MIN_STEMMED = 4
+"""Words shorter than this have no stem: they match as they are."""
+
+_SUFFIXES = ("ations", "ation", "ments", "ment", "ings", "ing", "ers", "er", "ies", "es", "ed", "s")
+"""English endings dropped to find a word's stem, longest first; the stem keeps 3 letters."""
+
 
 # Field weights, best first: the path's last segment, the summary, the other
 # path segments, the description.
@@ -127,6 +150,24 @@ def _words(text: str) -> list[str]:
     return utils.default_process(text).split()
 
 
+def stem(word: str) -> str:
+    """A word's stem, to match other forms of it: one English ending off, cut to 6 letters.
+
+    Examples:
+        >>> [stem(w) for w in ("shipping", "shipment", "notification", "notify", "user")]
+        ['ship', 'ship', 'notifi', 'notify', 'user']
+    """
+    if len(word) < _MIN_STEMMED or not word.isalpha():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2]:  # shipp(ing) -> ship
+        word = word[:-1]
+    return word[:_STEM_CHARS]
+
+
 class SearchIndex:
     """A fuzzy search over a fixed list of entries.
 
@@ -139,7 +180,15 @@ class SearchIndex:
             path if their kinds differ (a script and a flow, say).
     """
 
-    __slots__ = ("_entries", "_path_order", "_postings", "_tiebreak", "_vocab")
+    __slots__ = (
+        "_entries",
+        "_path_order",
+        "_postings",
+        "_stem_words",
+        "_stems",
+        "_tiebreak",
+        "_vocab",
+    )
 
     def __init__(self, entries: Sequence[SearchEntry]) -> None:
         self._entries: tuple[SearchEntry, ...] = tuple(entries)
@@ -181,6 +230,13 @@ class SearchIndex:
                 tuple((w, tuple(ids)) for w, ids in sorted(groups.items(), reverse=True))
             )
         self._postings = tuple(postings)
+        # stem -> the vocabulary words (by index) that have it
+        stems: dict[str, list[int]] = {}
+        for v, word in enumerate(self._vocab):
+            if len(word) >= _MIN_STEMMED:
+                stems.setdefault(stem(word), []).append(v)
+        self._stems: list[str] = sorted(stems)
+        self._stem_words: tuple[tuple[int, ...], ...] = tuple(tuple(stems[s]) for s in self._stems)
 
     def __len__(self) -> int:
         """The number of entries in the index."""
@@ -291,6 +347,18 @@ class SearchIndex:
                 limit=_MAX_VARIANTS,
             )
         }
+        if len(word) >= _MIN_STEMMED:
+            for _, similarity, n in process.extract(
+                stem(word),
+                self._stems,
+                scorer=fuzz.ratio,
+                processor=None,
+                score_cutoff=STEM_CUTOFF,
+                limit=_MAX_VARIANTS,
+            ):
+                for v in self._stem_words[n]:
+                    if found.get(v, 0.0) < similarity * _STEM_WEIGHT:
+                        found[v] = similarity * _STEM_WEIGHT
         if len(word) >= _MIN_PREFIX:
             vocab = self._vocab
             v = bisect_left(vocab, word)
