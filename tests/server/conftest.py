@@ -28,11 +28,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import APIRouter
 from tests.conftest import POSTGRES_ENV, drop_postgres_schema, unique_schema
 
 from tidemill.server import ServerConfig, create_app
+from tidemill.server._serve import uvicorn_server
 from tidemill.workspace import MasterKey, Workspace
 
 SCRIPT = "'''Say hello.'''\ndef main(name: str):\n    return 'hello ' + name\n"
@@ -79,9 +79,7 @@ class ServerThread:
     """uvicorn serving an app in a thread of its own, on its own event loop."""
 
     def __init__(self, app: Any) -> None:
-        self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-        )
+        self.server = uvicorn_server(app, host="127.0.0.1", port=0)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.error: BaseException | None = None
 

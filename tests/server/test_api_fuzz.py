@@ -56,6 +56,9 @@ def fuzz_failures(live: Live, keep: str | None = None) -> tuple[list[str], list[
     failures: list[str] = []
     statuses: list[int] = []
     operations = [result.ok() for result in schema.get_all_operations()]
+    # The runs feed answers a stream that lasts until the server stops (its own tests check
+    # its parameters).
+    operations = [op for op in operations if op.path != "/api/runs/feed"]
     if keep is not None:
         operations = [op for op in operations if op.path == keep]
     assert len(operations) >= (1 if keep else 5)

@@ -118,6 +118,11 @@ def test_every_error_an_operation_answers_is_declared_as_an_error_body(
     assert set(document["paths"]["/health"]["get"]["responses"]) == {"200"}
 
 
+def is_stream(path: str) -> bool:
+    """Whether the route answers server-sent events (a run's, or the runs feed)."""
+    return path.endswith("/events") or path == "/api/runs/feed"
+
+
 def fill(template: str) -> str:
     return re.sub(
         r"\{([^}:]+)(?::[^}]*)?\}",
@@ -131,8 +136,8 @@ def undeclared(client: httpx.Client, document: dict[str, Any], who: str) -> list
     body is not an `ErrorBody`."""
     wrong = []
     for method, path, op in operations(document):
-        if path.endswith("/events"):
-            continue  # a stream: answered once the run ends
+        if is_stream(path):
+            continue  # answered once the run ends (or the server stops)
         body: Any = {} if method in ("POST", "PUT", "PATCH") else None
         answer = client.request(method, fill(path), json=body)
         status = str(answer.status_code)
@@ -192,7 +197,7 @@ def test_generated_requests_are_answered_as_the_document_declares(live: Live) ->
     failures: list[str] = []
     for result in schema.get_all_operations():
         operation = result.ok()
-        if not operation.path.endswith("/events"):  # a stream
+        if not is_stream(operation.path):
             # A token per operation: DELETE /api/auth/tokens/{id} may revoke one.
             conformance(operation, live.url, live.token("ada"), failures)
     assert not failures, "\n".join(failures[:10])

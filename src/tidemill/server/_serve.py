@@ -5,12 +5,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
 from tidemill.errors import MissingDependencyError
 from tidemill.server._app import create_app
 from tidemill.server._config import ServerConfig
+from tidemill.server._run_feed import stop_feed
 
-__all__ = ["serve"]
+__all__ = ["serve", "uvicorn_server"]
+
+
+def uvicorn_server(app: Any, *, host: str, port: int) -> Any:
+    """A `uvicorn.Server` for `app` that ends its never-ending streams when it stops.
+
+    uvicorn stopping gracefully waits for every open response before the
+    app's lifespan ends; the runs feed (`GET /api/runs/feed`) would never end.
+    """
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover - the server extra installs it
+        raise MissingDependencyError("uvicorn", extra="server", feature="The server") from exc
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            stop_feed(app)
+            await super().shutdown(sockets)
+
+    return Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
 
 
 async def serve(
@@ -31,14 +52,8 @@ async def serve(
             admin made on this start (None when the workspace had users).
         stop: Set to shut down gracefully.
     """
-    try:
-        import uvicorn
-    except ImportError as exc:  # pragma: no cover - the server extra installs it
-        raise MissingDependencyError("uvicorn", extra="server", feature="The server") from exc
     app = create_app(config)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    )
+    server = uvicorn_server(app, host=host, port=port)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -19,8 +19,12 @@ export interface RunFilters {
 
 const PAGE = 50
 
-/** The runs the caller sees, newest first, a keyset page at a time; refetched while some run is active. */
-export function useRunPages(filters: RunFilters) {
+/**
+ * The runs the caller sees, newest first, a keyset page at a time; refetched while some run is active.
+ *
+ * `poll`: the refetch interval instead (ms, or false: none), for a list that learns of changes otherwise.
+ */
+export function useRunPages(filters: RunFilters, poll?: number | false) {
   return useInfiniteQuery({
     queryKey: ['runs', 'list', filters],
     initialPageParam: undefined as string | undefined,
@@ -32,6 +36,7 @@ export function useRunPages(filters: RunFilters) {
       ),
     getNextPageParam: (last) => last.next_cursor ?? undefined,
     refetchInterval: (query) => {
+      if (poll !== undefined) return poll
       const pages = query.state.data?.pages ?? []
       return pages.some((p) => p.runs.some((r) => ACTIVE.has(r.status))) ? 3000 : 15000
     },

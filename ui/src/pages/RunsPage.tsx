@@ -1,5 +1,6 @@
 import { Link, useNavigate, useSearch } from '@tanstack/react-router'
 import { type FormEvent, useEffect, useState } from 'react'
+import { type FeedState, pollFor, useRunFeed } from '../api/runFeed'
 import { useRunPages } from '../api/runs'
 import type { RunItem, RunStatus } from '../api/types'
 import { ErrorBox } from '../components/ErrorBox'
@@ -22,7 +23,8 @@ export function RunsPage() {
   useEffect(() => setBy(search.by ?? ''), [search.by])
   useEffect(() => setFrom(search.from ?? ''), [search.from])
   useEffect(() => setTo(search.to ?? ''), [search.to])
-  const runs = useRunPages(filtersOf(search))
+  const feed = useRunFeed()
+  const runs = useRunPages(filtersOf(search), pollFor(feed))
   const rows = runs.data?.pages.flatMap((p) => p.runs) ?? []
   const filtered = Boolean(search.status || search.path || search.folder || search.by || search.from || search.to)
 
@@ -47,6 +49,7 @@ export function RunsPage() {
         <span className="muted small-text" aria-live="polite">
           {runs.isFetching ? 'Refreshing…' : 'Up to date'}
         </span>
+        <FeedStatus state={feed} />
       </div>
       <form className="filters" onSubmit={applyPath} role="search" aria-label="Filter runs">
         <div className="field inline">
@@ -139,6 +142,22 @@ export function RunsPage() {
       )}
     </section>
   )
+}
+
+function FeedStatus({ state }: { state: FeedState }) {
+  if (state === 'live')
+    return (
+      <span className="badge status-succeeded" role="status" title="The list updates as runs change">
+        Live
+      </span>
+    )
+  if (state === 'down')
+    return (
+      <span className="muted small-text" role="status" title="The list is read again every minute">
+        Reconnecting…
+      </span>
+    )
+  return null
 }
 
 function RunRow({ run }: { run: RunItem }) {

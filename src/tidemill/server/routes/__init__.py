@@ -13,6 +13,7 @@ from tidemill.server.routes import (
     _items_sync,
     _people,
     _run_details,
+    _run_feed,
     _runs,
     _system,
 )
@@ -26,6 +27,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     _drafts.router,
     _items_sync.router,
     _people.router,
+    _run_feed.router,  # before `_runs`: its `/api/runs/feed` is no `/{run_id}`
     _runs.router,
     _run_details.router,
     _events.router,
