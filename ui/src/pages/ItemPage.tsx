@@ -4,6 +4,7 @@ import { useDiff, useHistory, useItem, useRestore } from '../api/items'
 import type { Item } from '../api/types'
 import { DiffView } from '../components/DiffView'
 import { ErrorBox } from '../components/ErrorBox'
+import { HistoryDrawer } from '../components/HistoryDrawer'
 import { StartRun } from '../components/StartRun'
 import { editable } from '../lib/editable'
 import { editsValue } from '../components/value/write'
@@ -32,6 +33,7 @@ export function ItemPage() {
   const [oldV, setOldV] = useState<number | null>(null)
   const [newV, setNewV] = useState<number | null>(null)
   const [editing, setEditing] = useState(false)
+  const [historyOpen, setHistoryOpen] = useState(false)
   // Start by comparing the latest version with the one before it.
   useEffect(() => {
     const versions = history.data?.map((v) => v.version) ?? []
@@ -133,7 +135,15 @@ export function ItemPage() {
         <Value item={it} />
       )}
 
-      <h2>Versions</h2>
+      <div className="section-head">
+        <h2>Versions</h2>
+        {history.data && history.data.length > 0 && (
+          <button type="button" className="small" onClick={() => setHistoryOpen(true)}>
+            History…
+          </button>
+        )}
+      </div>
+      {historyOpen && <HistoryDrawer path={path} onClose={() => setHistoryOpen(false)} />}
       <ErrorBox error={history.error ?? restore.error} />
       {history.data && history.data.length === 0 && <p className="muted">This kind of item keeps no versions.</p>}
       {history.data && history.data.length > 0 && (
