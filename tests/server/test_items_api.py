@@ -84,7 +84,7 @@ def test_read_an_item_and_its_versions(live: Live) -> None:
         answer = vic.get("/api/items/f/team/script")
         assert answer.status_code == 200
         item = answer.json()
-        assert set(item) == ITEM_KEYS | {"value"}
+        assert set(item) == ITEM_KEYS | {"value", "input_schema"}
         assert (item["value"], item["version"], item["kind"]) == (SCRIPT, 1, "script")
         assert vic.get("/api/items/f/team/script", params={"version": 1}).json()["value"] == SCRIPT
         error(vic.get("/api/items/f/team/script", params={"version": 9}), 404, "ItemNotFound")
@@ -94,6 +94,16 @@ def test_read_an_item_and_its_versions(live: Live) -> None:
             error(vic.get(f"/api/items/{bad}"), 422)
     with live.client("max") as max_:
         error(max_.get("/api/items/f/team/script"), 404, "ItemNotFound")
+
+
+def test_an_item_says_what_running_it_takes(live: Live) -> None:
+    live.ws.write("f/team/region", "variable", "eu")
+    with live.client("ada") as ada:
+        script = ada.get("/api/items/f/team/script").json()
+        assert script["input_schema"]["required"] == ["name"]
+        assert script["input_schema"]["properties"]["name"]["type"] == "string"
+        assert ada.get("/api/items/f/team/flow").json()["input_schema"] == FLOW["inputs"]
+        assert ada.get("/api/items/f/team/region").json()["input_schema"] is None
 
 
 def test_write_with_optimistic_concurrency(live: Live) -> None:

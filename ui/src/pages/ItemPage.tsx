@@ -5,6 +5,7 @@ import type { Item } from '../api/types'
 import { DiffView } from '../components/DiffView'
 import { ErrorBox } from '../components/ErrorBox'
 import { HistoryDrawer } from '../components/HistoryDrawer'
+import { InputSchema } from '../components/InputSchema'
 import { StartRun } from '../components/StartRun'
 import { editable } from '../lib/editable'
 import { editsValue } from '../components/value/write'
@@ -102,6 +103,12 @@ export function ItemPage() {
           </>
         )}
       </dl>
+      {it.input_schema && (
+        <section>
+          <h2>Inputs</h2>
+          <InputSchema schema={it.input_schema} path={it.path} />
+        </section>
+      )}
       {it.kind === 'flow' && !it.deleted && (
         <section>
           <h2>Run it</h2>

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from tidemill.errors import ConfigurationError
 from tidemill.flows import Problem
 from tidemill.server.routes._params import BIGINT_MAX
 from tidemill.workspace import (
@@ -24,6 +25,7 @@ from tidemill.workspace import (
     SearchHit,
     Version,
 )
+from tidemill.workspace._scripts import script_metadata
 
 __all__ = [
     "ClearedOut",
@@ -89,10 +91,27 @@ class ItemOut(ItemInfo):
     """Script: its code; flow: its document; resource: its JSON value; variable: its
     text (null for a secret); resource type: its JSON Schema."""
 
+    input_schema: dict[str, Any] | None = None
+    """What running it takes, as JSON Schema: a script's `main(...)` parameters, a flow's
+    `inputs`; null for other kinds (and for a script whose `main` cannot be read)."""
+
     @classmethod
     def of(cls, item: Item) -> ItemOut:
         info = ItemInfo.of(item).model_dump()
-        return cls(**info, value=None if item.secret else item.value)
+        value = None if item.secret else item.value
+        return cls(**info, value=value, input_schema=_input_schema(item.kind, item.path, value))
+
+
+def _input_schema(kind: str, path: str, value: Any) -> dict[str, Any] | None:
+    """The JSON Schema of what a script or a flow takes (None: another kind, or unreadable)."""
+    if kind == "script" and isinstance(value, str):
+        try:
+            return script_metadata(value, path=path).schema
+        except ConfigurationError:
+            return None
+    if kind == "flow" and isinstance(value, dict) and isinstance(value.get("inputs"), dict):
+        return dict(value["inputs"])
+    return None
 
 
 class WriteIn(BaseModel):

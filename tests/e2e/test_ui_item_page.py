@@ -1,4 +1,4 @@
-"""An item's page opens the History drawer, which clears its past versions (after asking)."""
+"""An item's page: what running it takes, and the History drawer clearing past versions."""
 
 from __future__ import annotations
 
@@ -30,4 +30,17 @@ def test_past_versions_are_cleared_from_the_item_page(
     page.keyboard.press("Escape")
     expect(versions).to_have_count(1)
     assert [v.version for v in ui_server.ws.history(path)] == [3]
+    assert page_errors == []
+
+
+def test_a_flow_and_a_script_say_what_they_take(page: Any, page_errors: list[str]) -> None:
+    sign_in(page)
+    page.goto("/workspace/f/demo/hello")
+    rows = page.get_by_role("table", name="Inputs of f/demo/hello").get_by_role("row")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(1)).to_have_text("namestringyesWhom to greet")
+    page.goto("/workspace/f/demo/greet")
+    rows = page.get_by_role("table", name="Inputs of f/demo/greet").get_by_role("row")
+    expect(rows.nth(1)).to_contain_text("name")
+    expect(rows.nth(1)).to_contain_text("string")
     assert page_errors == []
