@@ -242,6 +242,7 @@ async def follow(
         engine.store,
         concurrency=concurrency,
         defs=engine.defs,
+        engine=engine,
         poll=0.5,
         on_event=on_event,
         run_id=follower.run_id,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 
 from tidemill.cli._common import add_db_option, db_url, positive_float, positive_int
+from tidemill.cli._copilot import MODEL_ENV
 from tidemill.cli._worker import _port
 
 __all__ = ["register", "run"]
@@ -66,6 +68,11 @@ def register(
         "--secure-cookies", action="store_true",
         help="mark the session cookie Secure (behind HTTPS)",
     )  # fmt: skip
+    parser.add_argument(
+        "--copilot-model", metavar="SPEC", default=None,
+        help="the model of the copilot's chat API, e.g. openai:gpt-4o (default: "
+        "$TIDEMILL_COPILOT_MODEL; none: each request names one)",
+    )  # fmt: skip
     return run
 
 
@@ -80,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         lease=args.lease,
         secure_cookies=args.secure_cookies,
+        copilot_model=args.copilot_model or os.environ.get(MODEL_ENV) or None,
     )
 
     def ready(url: str, first_admin: str | None) -> None:

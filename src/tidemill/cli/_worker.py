@@ -150,6 +150,7 @@ async def _work(args: argparse.Namespace) -> int:
             engine.store,
             concurrency=args.concurrency,
             defs=engine.defs,
+            engine=engine,
             lease=args.lease,
             poll=args.poll,
             on_event=reporter.event,

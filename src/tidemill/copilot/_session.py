@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
+from tidemill.engine import AsyncEngine, ToolRun
 from tidemill.errors import TidemillError
 from tidemill.tools import ToolContext, ToolReturn
 
 if TYPE_CHECKING:
-    from tidemill.engine import AsyncEngine
     from tidemill.workspace import AsyncWorkspace
 
 __all__ = ["CopilotSession", "Status", "refusal", "refused", "session_of"]
@@ -63,16 +63,29 @@ class CopilotSession:
 def session_of(ctx: ToolContext[Any]) -> CopilotSession:
     """The session a tool call acts with.
 
+    Given by `Copilot` as the run's `deps`; or, in a turn of the chat API (an
+    engine run whose agent step calls these tools in the worker), made from
+    the call's `ToolRun`: the run's workspace as the user it runs as, the
+    worker's engine, and the run's input `flow` as the flow being edited.
+
     Raises:
-        TypeError: The run was not given a `CopilotSession` as `deps`.
+        TypeError: The run was given neither a `CopilotSession` nor a `ToolRun`.
+        ConfigurationError: A `ToolRun` of a run that runs as no one.
     """
     deps = ctx.deps
-    if not isinstance(deps, CopilotSession):
-        raise TypeError(
-            "The copilot's tools need a CopilotSession as the run's deps: "
-            "run them through tidemill.copilot.Copilot."
+    if isinstance(deps, CopilotSession):
+        return deps
+    if isinstance(deps, ToolRun):
+        flow = deps.flow_input.get("flow")
+        return CopilotSession(
+            workspace=deps.workspace(),
+            engine=deps.engine if isinstance(deps.engine, AsyncEngine) else None,
+            flow=flow if isinstance(flow, str) and flow else None,
         )
-    return deps
+    raise TypeError(
+        "The copilot's tools need a CopilotSession as the run's deps: "
+        "run them through tidemill.copilot.Copilot (or the server's chat API)."
+    )
 
 
 def refusal(message: str, *, hint: str = "", **details: Any) -> ToolReturn:

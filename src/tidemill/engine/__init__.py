@@ -40,7 +40,7 @@ from tidemill.engine._host import HostedAgent, aload_agent, load_agent
 from tidemill.engine._host_save import agent_value, asave_agent, save_agent
 from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, aliased_models, default_models
-from tidemill.engine._step_env import StepInfo, current_step
+from tidemill.engine._step_env import StepInfo, ToolRun, current_step
 from tidemill.engine.runs._waits import WAIT_KINDS, Wait
 from tidemill.engine.scripts._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.engine.workers._worker import Worker
@@ -61,6 +61,7 @@ __all__ = [
     "ScriptOutcome",
     "ScriptPool",
     "StepInfo",
+    "ToolRun",
     "Wait",
     "Worker",
     "agent_value",

@@ -563,6 +563,7 @@ class AsyncEngine(RunEvents):
             concurrency=concurrency,
             defs=self.defs,
             on_run_ended=self._progress.set,
+            engine=self,
             **options,
         )
         stop = asyncio.Event()

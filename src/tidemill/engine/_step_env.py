@@ -6,6 +6,9 @@ in-process script steps and script tools alike. `StepEnv` is what executing
 a step may use besides its inputs (the job, the run, the script pool, the
 models, the store). An approval step's executor answers with an
 `ApprovalPlan` (an agent step's with an `AgentPause`, a kind of it).
+`ToolRun` is what an in-process function tool that asks for a `ToolContext`
+finds in its `deps`: the run's identity, its workspace as that identity, the
+engine.
 """
 
 from __future__ import annotations
@@ -15,19 +18,30 @@ import contextvars
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._lease import Lease
 from tidemill.engine._models import ModelResolver
 from tidemill.engine.scripts._pool import ScriptPool
+from tidemill.errors import ConfigurationError
 from tidemill.store import JobRow, RunRow, Store
+from tidemill.tools import FunctionTool
 
 if TYPE_CHECKING:
     from tidemill.engine._journal import Journals
     from tidemill.engine._metrics import Metrics
+    from tidemill.workspace import AsyncWorkspace
 
-__all__ = ["ApprovalPlan", "Secrets", "StepEnv", "StepInfo", "call_in_process", "current_step"]
+__all__ = [
+    "ApprovalPlan",
+    "Secrets",
+    "StepEnv",
+    "StepInfo",
+    "ToolRun",
+    "call_in_process",
+    "current_step",
+]
 
 MASK = "***"
 """What a secret's plaintext is replaced with in what a job records."""
@@ -198,6 +212,11 @@ class StepEnv:
             identity, giving the value and the secrets in it: an agent step's
             tools resolve their bound inputs with it when they run; None:
             nothing resolves them (they pass on as written).
+        workspace: The run's workspace as the run's identity (`run_as`), for
+            an agent step's in-process tools (`ToolRun`); None: the run has
+            no identity.
+        engine: The engine that started the worker, for the same tools; None
+            for a worker made without one.
     """
 
     job: JobRow
@@ -214,6 +233,9 @@ class StepEnv:
     resolve: Callable[[Any], Awaitable[tuple[Any, set[str]]]] | None = field(
         default=None, repr=False
     )
+    workspace: AsyncWorkspace | None = field(default=None, repr=False)
+    # An `AsyncEngine` (typed loosely: the engine is a layer above what steps share).
+    engine: Any = field(default=None, repr=False)
 
     async def hold(self) -> None:
         """Return when the job is still this worker's (see `Lease.hold`).
@@ -227,6 +249,60 @@ class StepEnv:
             await self.lease.hold()
 
 
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """The run an in-process tool call belongs to: a `ToolContext`'s `deps` in an agent step.
+
+    A `function` tool with `run: in_process` whose function declares a
+    parameter annotated `ToolContext` is given one on each call, with this as
+    its `deps`: who the run runs as, its workspace opened as that user (so
+    the tool reads and writes what the user may, no more), and the engine
+    (to submit or read runs). Live objects of the worker, never journaled.
+
+    Examples:
+        >>> run = ToolRun("r1", "r1", "agent", 1, run_as=None, workspace_name="default")
+        >>> run.workspace()
+        Traceback (most recent call last):
+        ...
+        tidemill.errors.ConfigurationError: Run r1 runs as no one, so it has no workspace ...
+    """
+
+    run_id: str
+    """The run of the step (a child run's own id)."""
+    root_id: str
+    """The top-level run it belongs to."""
+    step_id: str
+    """The agent step."""
+    attempt: int
+    """The job's attempt."""
+    _: KW_ONLY
+    run_as: str | None
+    """The workspace user the run runs as; None: no one."""
+    workspace_name: str
+    """The workspace the run came from (`source["workspace"]`, else `default`)."""
+    flow_input: Mapping[str, Any] = field(default_factory=dict)
+    """The input of the run (what `flow_input` reads in the step's expressions)."""
+    # An `AsyncEngine` (typed loosely: the engine is a layer above what steps share).
+    engine: Any = field(default=None, repr=False)
+    """The engine that started the worker; None for a worker made without one."""
+    session: AsyncWorkspace | None = field(default=None, repr=False)
+    """The workspace as `run_as` (the worker's, shared: do not close it)."""
+
+    def workspace(self) -> AsyncWorkspace:
+        """The run's workspace as the user it runs as.
+
+        Raises:
+            ConfigurationError: The run runs as no one (it was submitted
+                without `run_as`), or the worker has no workspace for it.
+        """
+        if self.session is None:
+            raise ConfigurationError(
+                f"Run {self.run_id} runs as no one, so it has no workspace to act in.",
+                hint="Submit it from the workspace (engine.submit_path) or with run_as=<user>.",
+            )
+        return self.session
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {}
 
 
@@ -235,6 +311,8 @@ def _resolve(reference: str) -> Callable[..., Any]:
     if function is None:
         module_name, _, name = reference.partition(":")
         function = getattr(importlib.import_module(module_name), name)
+        if isinstance(function, FunctionTool):  # a `@tool`: call the function it made one of
+            function = function.function
         _FUNCTIONS[reference] = function
     return function
 

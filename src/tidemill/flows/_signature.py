@@ -79,12 +79,16 @@ class SignatureSchema:
     Attributes:
         parameters: The JSON Schema of the arguments object.
         description: The docstring's summary (empty without one).
-        names: Every parameter the function takes, in order.
+        names: Every parameter the model fills, in order.
+        context: The parameter annotated `ToolContext` (`ToolContext[...]`), which
+            the caller fills and the schema leaves out, when asked for with
+            `signature_schema(..., context=True)`; None otherwise.
     """
 
     parameters: dict[str, Any]
     description: str = ""
     names: tuple[str, ...] = field(default=())
+    context: str | None = None
 
 
 def _name(node: ast.expr) -> str | None:
@@ -185,13 +189,17 @@ def _find(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef
 
 @functools.lru_cache(maxsize=256)
 def signature_schema(
-    source: str, function: str = "main", *, where: str = "the script"
+    source: str, function: str = "main", *, where: str = "the script", context: bool = False
 ) -> SignatureSchema:
     """Parse `source` and describe the parameters of its top-level `function`.
 
     Parameters with a default are optional; `**kwargs` lets the model pass
     other arguments too. Positional-only parameters and `*args` cannot be
     filled by name, so they are refused.
+
+    With `context`, a parameter annotated `ToolContext` (or `ToolContext[...]`)
+    is the call's context, not an argument: it is left out of the schema and
+    named in `SignatureSchema.context` (an in-process tool is given one).
 
     The result is cached by the arguments (parsing a module for each agent
     step dominated its setup) and shared: copy `parameters` before changing it.
@@ -206,6 +214,9 @@ def signature_schema(
         {'q': {'type': 'string'}, 'limit': {'type': 'integer', 'default': 5}}
         >>> found.parameters["required"], found.parameters["additionalProperties"]
         (['q'], False)
+        >>> tool = signature_schema("def f(q: str, ctx: ToolContext[Deps]): ...", "f", context=True)
+        >>> list(tool.parameters["properties"]), tool.context
+        (['q'], 'ctx')
         >>> signature_schema("x = 1")
         Traceback (most recent call last):
         ...
@@ -239,7 +250,11 @@ def signature_schema(
     defaults.extend(spec.defaults)
     positional = list(zip(spec.args, defaults, strict=True))
     keyword = list(zip(spec.kwonlyargs, spec.kw_defaults, strict=True))
+    context_name: str | None = None
     for arg, default in [*positional, *keyword]:
+        if context and context_name is None and _is_context(arg.annotation):
+            context_name = arg.arg
+            continue
         schema = annotation_schema(arg.annotation)
         if arg.arg in doc.params:
             schema["description"] = doc.params[arg.arg]
@@ -254,7 +269,19 @@ def signature_schema(
     if required:
         parameters["required"] = required
     parameters["additionalProperties"] = spec.kwarg is not None
-    return SignatureSchema(parameters, doc.description, tuple(properties))
+    return SignatureSchema(parameters, doc.description, tuple(properties), context_name)
+
+
+def _is_context(node: ast.expr | None) -> bool:
+    """Whether a hint is `ToolContext`, `ToolContext[...]` (or `tools.ToolContext`, quoted)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return node is not None and _name(node) == "ToolContext"
 
 
 def function_source(reference: str) -> tuple[str, str]:

@@ -35,6 +35,9 @@ class ServerConfig:
         models: Builds the in-process worker's models (`ModelChoice` in, `Model`
             out), for a server embedded in a program; None: from each brain's
             settings, as `tidemill worker` does.
+        copilot_model: The model spec of the copilot's chat API
+            (`/api/copilot/...`), unless a request names one; None: each
+            request must name one.
     """
 
     db: str | None = None
@@ -49,3 +52,4 @@ class ServerConfig:
     ui: bool = True
     ui_dir: Path | None = None
     models: ModelResolver | None = None
+    copilot_model: str | None = None

@@ -70,6 +70,14 @@ class AgentQueries(Statements):
         )
         return [(str(role), str(content)) for role, content in reversed(rows)]
 
+    def agent_memory_runs(self, memory_id: str, step_key: str) -> list[str]:
+        """The run of each message of a memory, oldest first (a run per exchange it wrote)."""
+        rows = self.all(
+            "SELECT run_id FROM tm_agent_memory WHERE memory_id = ? AND step_key = ? ORDER BY seq",
+            (memory_id, step_key),
+        )
+        return [str(run_id) for (run_id,) in rows]
+
     def agent_memories(self, memory_id: str | None = None, *, limit: int = 100) -> list[MemoryRow]:
         """Stored memories (of one memory id, or all), most recently written first."""
         where, params = ("WHERE memory_id = ? ", (memory_id,)) if memory_id else ("", ())

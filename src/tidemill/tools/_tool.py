@@ -239,6 +239,11 @@ class FunctionTool(Tool, Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self._wrapped(*args, **kwargs)
 
+    @property
+    def function(self) -> Callable[P, R]:
+        """The function it was made from."""
+        return self._wrapped
+
     def validate(self, arguments: Mapping[str, JsonValue]) -> dict[str, Any]:
         """Validate with the pydantic model built from the type hints."""
         try:

@@ -24,6 +24,7 @@ from tidemill.agents import AgentRuntime, OutputSpec, UsageLimits
 from tidemill.engine._events import journal_events
 from tidemill.engine._journal import open_journal, thread_id
 from tidemill.engine._outcome import Outcome
+from tidemill.engine._step_env import ToolRun
 from tidemill.engine.ai._action import (
     model_choice,
     render,
@@ -45,6 +46,7 @@ from tidemill.engine.ai._usage import MeteredModel
 from tidemill.errors import ExpressionError, LeaseLost, MCPConnectionError, TidemillError
 from tidemill.llm import Model
 from tidemill.tools import Tool
+from tidemill.workspace import DEFAULT_WORKSPACE
 
 if TYPE_CHECKING:
     from tidemill.engine._models import ModelChoice
@@ -113,7 +115,7 @@ async def _run(
     metrics = env.metrics
     site = ToolSite(
         env.run.id, step.id, env.job.attempt, env.pool, store=env.store,
-        resolve=env.resolve, secrets=env.secrets,
+        resolve=env.resolve, secrets=env.secrets, run=_tool_run(step, env, values),
     )  # fmt: skip
     if metrics is not None:
         site.on_call = metrics.tool_observer([spec.name for spec in agent.tools])
@@ -130,6 +132,18 @@ async def _run(
         except Exception as exc:
             return Outcome("failed", error=step_error(exc))
         return await _drive(step, agent, inputs, values, env, site, system, tools, model, choice)
+
+
+def _tool_run(step: Step, env: StepEnv, values: Mapping[str, Any]) -> ToolRun:
+    """What the step's in-process tools asking for a `ToolContext` get as its `deps`."""
+    run = env.run
+    flow_input = values.get("flow_input")
+    return ToolRun(
+        run.id, run.root_id, step.id, env.job.attempt, run_as=run.run_as,
+        workspace_name=str((run.source or {}).get("workspace") or DEFAULT_WORKSPACE),
+        flow_input=flow_input if isinstance(flow_input, Mapping) else {},
+        engine=env.engine, session=env.workspace,
+    )  # fmt: skip
 
 
 async def _tools(

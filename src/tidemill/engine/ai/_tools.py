@@ -21,11 +21,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemill.engine._step_env import Secrets, StepInfo, call_in_process
+from tidemill.engine._step_env import Secrets, StepInfo, ToolRun, call_in_process
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 from tidemill.errors import ConfigurationError, ExpressionError, TidemillError
 from tidemill.flows import AgentToolSpec, ToolScript, compile_expression
-from tidemill.flows._signature import function_source, signature_schema
+from tidemill.flows._signature import SignatureSchema, function_source, signature_schema
 from tidemill.store import Store
 from tidemill.tools import Tool, ToolContext, ToolReturn
 from tidemill.workspace import has_references
@@ -69,9 +69,7 @@ def tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
     if spec.script is not None:
         found = signature_schema(tool_code(spec), where=f"the script of tool {spec.name!r}")
     else:
-        assert spec.function is not None
-        source, name = function_source(spec.function)
-        found = signature_schema(source, name, where=f"the module of tool {spec.name!r}")
+        found = _function_signature(spec)
     parameters = json.loads(json.dumps(found.parameters))
     properties: dict[str, Any] = parameters["properties"]
     for bound in spec.inputs:
@@ -92,6 +90,21 @@ def tool_schema(spec: AgentToolSpec) -> tuple[dict[str, Any], str]:
         "additionalProperties": parameters["additionalProperties"],
     }
     return ordered, spec.description or found.description
+
+
+def _function_signature(spec: AgentToolSpec) -> SignatureSchema:
+    """A `function` tool's signature; only an in-process one may take a `ToolContext`."""
+    assert spec.function is not None
+    source, name = function_source(spec.function)
+    found = signature_schema(source, name, where=f"the module of tool {spec.name!r}", context=True)
+    if found.context is not None and spec.run != "in_process":
+        raise ConfigurationError(
+            f"Tool {spec.name!r}: {spec.function} takes a ToolContext ({found.context!r}), "
+            "which only a tool with `run: in_process` (called in the worker) is given.",
+            hint="Add `run: in_process` to the tool, or drop the parameter.",
+            context={"tool": spec.name, "function": spec.function},
+        )
+    return found
 
 
 def bind_inputs(spec: AgentToolSpec, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,6 +154,8 @@ class ToolSite:
         resolve: Resolves a call's bound `$var:`/`$res:` inputs as the run's
             identity, when the call runs (None: they pass on as written).
         secrets: The job's secrets, which the resolved ones join.
+        run: What an in-process tool asking for a `ToolContext` gets as its
+            `deps` (None: such a tool gets None).
     """
 
     run_id: str
@@ -154,6 +169,7 @@ class ToolSite:
     store: Store | None = None
     resolve: Callable[[Any], Awaitable[tuple[Any, set[str]]]] | None = None
     secrets: Secrets | None = None
+    run: ToolRun | None = None
 
     async def bound(self, bound: dict[str, Any]) -> dict[str, Any] | ToolReturn:
         """A call's bound inputs with their references resolved, or the error the model sees."""
@@ -253,7 +269,13 @@ class _PoolTool(SpecTool):
 
 
 class _InProcessTool(_PoolTool):
-    """A `function` tool with `run: in_process`: called in the worker, no process hop."""
+    """A `function` tool with `run: in_process`: called in the worker, no process hop.
+
+    A function declaring a `ToolContext` parameter is given the call's
+    context with the site's `ToolRun` as its `deps`.
+    """
+
+    context_parameter: str | None = None
 
     async def acall(self, arguments: dict[str, Any], context: ToolContext) -> object:
         """Call the function; its exception is an error result the model sees."""
@@ -265,8 +287,14 @@ class _InProcessTool(_PoolTool):
             if site.on_call is not None:
                 site.on_call(spec.name, False)
             return bound
+        given: dict[str, Any] = {**arguments, **bound}
+        if self.context_parameter is not None:
+            given[self.context_parameter] = ToolContext(
+                context.thread_id, context.call_id, context.tool_name,
+                attempt=context.attempt, agent=context.agent, deps=site.run,
+            )  # fmt: skip
         try:
-            value = await call_in_process(spec.function, {**arguments, **bound}, info, site.timeout)
+            value = await call_in_process(spec.function, given, info, site.timeout)
         except Exception as exc:
             if site.on_call is not None:
                 site.on_call(spec.name, False)
@@ -287,5 +315,9 @@ def pool_tool(spec: AgentToolSpec, values: Mapping[str, Any], site: ToolSite) ->
         ExpressionError: See `bind_inputs`.
     """
     parameters, description = tool_schema(spec)
-    kind = _InProcessTool if spec.run == "in_process" else _PoolTool
-    return kind(spec, parameters, description, bind_inputs(spec, values), site)
+    bound = bind_inputs(spec, values)
+    if spec.run != "in_process":
+        return _PoolTool(spec, parameters, description, bound, site)
+    made = _InProcessTool(spec, parameters, description, bound, site)
+    made.context_parameter = _function_signature(spec).context
+    return made

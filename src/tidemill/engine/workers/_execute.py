@@ -161,7 +161,7 @@ async def _resolve(
 
 
 def _with_resolver(step: Step, env: StepEnv, references: References | None) -> StepEnv:
-    """`env` with `resolve`: an agent's tools resolve their bound inputs as the run's identity."""
+    """`env` with `resolve` and `workspace`: an agent's tools act as the run's identity."""
     run, who = env.run, env.run.run_as
     if references is None or who is None:
         return env
@@ -173,7 +173,7 @@ def _with_resolver(step: Step, env: StepEnv, references: References | None) -> S
         resolved = await workspace.resolve(value, purpose=purpose)
         return resolved.value, set(resolved.secrets)
 
-    return dataclasses.replace(env, resolve=resolve)
+    return dataclasses.replace(env, resolve=resolve, workspace=workspace)
 
 
 def _described(error: BaseException) -> dict[str, Any]:

@@ -107,6 +107,8 @@ class Worker:
         log_flush: Seconds between writes of what running script steps print
             (one transaction for all of them); what a step prints is in the
             store within about this long, and the rest when it ends.
+        engine: The engine the worker works for (`engine.worker()` passes
+            itself): given to in-process agent tools (`ToolRun.engine`).
 
     Examples:
         >>> import asyncio
@@ -144,8 +146,10 @@ class Worker:
         http_client: httpx.AsyncClient | None = None,
         run_id: str | None = None,
         log_flush: float = 1.0,
+        engine: object = None,
     ) -> None:
         self.store = store
+        self.engine = engine
         self.run_id = run_id
         self.concurrency = max(1, concurrency)
         self.defs = defs or Definitions()
@@ -368,7 +372,7 @@ class Worker:
         env = StepEnv(
             job, run, self._script_pool, self.models, self.store, journals=self._journals,
             metrics=self.metrics, on_output=self._logs.open(job, secrets), lease=lease,
-            secrets=secrets,
+            secrets=secrets, engine=self.engine,
         )  # fmt: skip
         running = asyncio.create_task(self._run_step(job, step, context, env))
         with self._leases.step(lease, running):

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from tidemill.server.routes import (
     _approvals,
     _auth,
+    _copilot,
     _drafts,
     _events,
     _items,
@@ -32,4 +33,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     _run_details.router,
     _events.router,
     _approvals.router,
+    _copilot.router,
 )
