@@ -8,6 +8,7 @@ import { Link, useNavigate, useParams } from '@tanstack/react-router'
 import { useMemo, useState } from 'react'
 import { api, unwrap } from '../api/client'
 import { draftKey, fetchDraft, useDiscardDraft } from '../api/drafts'
+import { CopilotPanel } from '../components/copilot/CopilotPanel'
 import { ErrorBox } from '../components/ErrorBox'
 import { DeployDialog } from '../components/flow-editor/DeployDialog'
 import { FlowGraph, type GraphAgent } from '../components/flow-editor/FlowGraph'
@@ -43,6 +44,7 @@ function Editor({ path, flow, text }: { path: string; flow: ReturnType<typeof us
   const navigate = useNavigate()
   const [selected, setSelected] = useState<string | null>(null)
   const [deploying, setDeploying] = useState(false)
+  const [copilot, setCopilot] = useState(false)
   const discard = useDiscardDraft(path)
 
   // The graph and the problems follow the text once typing pauses; the step panel, at once.
@@ -121,6 +123,9 @@ function Editor({ path, flow, text }: { path: string; flow: ReturnType<typeof us
       <div className="fe-toolbar">
         <SaveStatus status={flow.status} isNew={flow.isNew} />
         <div className="buttons">
+          <button type="button" aria-expanded={copilot} onClick={() => setCopilot((open) => !open)}>
+            Copilot
+          </button>
           <button type="button" className="primary" onClick={() => setDeploying(true)}>
             Deploy…
           </button>
@@ -155,6 +160,17 @@ function Editor({ path, flow, text }: { path: string; flow: ReturnType<typeof us
           <ErrorBox error={unlink.error} title="Not unlinked" />
         </div>
       </div>
+      {copilot && (
+        <CopilotPanel
+          path={path}
+          text={text}
+          // Unsaved typing is saved first (the copilot reads the draft); an untouched flow is not.
+          prepare={() => (flow.status.state === 'clean' ? Promise.resolve(true) : flow.flush())}
+          // The copilot saved (or Reject restored) the draft: the editor shows it as saved.
+          onLoad={(value) => flow.replace(value, true)}
+          onClose={() => setCopilot(false)}
+        />
+      )}
       <section className="fe-run" aria-labelledby="fe-run-title">
         <h2 id="fe-run-title">Run the draft</h2>
         <RunDraft
