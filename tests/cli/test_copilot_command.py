@@ -126,5 +126,6 @@ def test_the_model_spec_comes_from_the_option_then_the_environment(
     code, out, _ = cli(capsys, "copilot", "nothing to do", "--db", db, "--model", "fake")
     assert (code, out.strip()) == (0, "nothing to do")
     monkeypatch.setenv("TIDEMILL_COPILOT_MODEL", "fake")
-    code, out, _ = cli(capsys, "copilot", "still nothing", "--db", db, "--flow", "f/ops/x")
+    code, out, err = cli(capsys, "copilot", "still nothing", "--db", db, "--flow", "f/ops/x")
     assert (code, out.strip()) == (0, "still nothing")
+    assert "Your draft" not in err  # it proposed nothing: there is no draft to deploy

@@ -18,12 +18,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tidemill.cli._ws_people import add_ws_options
-from tidemill.errors import ConfigurationError
+from tidemill.errors import ConfigurationError, ItemNotFound
 
 if TYPE_CHECKING:
     from tidemill.copilot import Copilot
     from tidemill.llm import Model
     from tidemill.types import AgentResponse, ToolCall
+    from tidemill.workspace import AsyncWorkspace
 
 __all__ = ["MODEL_ENV", "register", "run"]
 
@@ -107,11 +108,12 @@ async def _session(args: argparse.Namespace, model: str | Model) -> int:
         async with engine.worker():
             response = await _converse(bot, args.request, yes=args.yes, stdin=sys.stdin)
         await bot.aclose()
+        drafted = bot.session.flow is not None and await _has_draft(user, bot.session.flow)
     finally:
         await ws.close()
         await engine.close()
     print(response.output)
-    if bot.session.flow:
+    if drafted:
         print(
             f"Your draft: {bot.session.flow} (deploy it with: tidemill ws deploy "
             f"{bot.session.flow})",
@@ -156,6 +158,15 @@ def _decide(pending: Sequence[ToolCall], *, yes: bool, stdin: TextIO) -> tuple[b
     if answer in ("y", "yes"):
         return True, ""
     return False, "The user answered no to this test run."
+
+
+async def _has_draft(ws: AsyncWorkspace, path: str) -> bool:
+    """Whether the user has a draft at `path` (what the copilot proposed, or one from before)."""
+    try:
+        await ws.draft(path)
+    except ItemNotFound:
+        return False
+    return True
 
 
 def _described(call: ToolCall) -> str:
