@@ -143,11 +143,16 @@ def test_decisions_of_the_wrong_kind_or_shape_are_4xx(live: Live) -> None:
             ("reconcile", {}, 422),
             ("approve", {"comment": 5}, 422),
             ("approve", "nope", 422),
+            # A misspelt field is refused, not dropped (which would approve the model's own).
+            ("approve", {"arguments": {"x": 1}}, 422),
+            ("reject", {"comment": "no", "reason": "typo of comment"}, 422),
         ]
         for action, body, status in cases:
             answer = olga.post(f"{base}/{action}", json=body)
             assert answer.status_code == status, (action, body, answer.text)
             assert answer.json()["type"]
+            if status == 422 and isinstance(body, dict) and {"arguments", "reason"} & set(body):
+                assert any("Extra inputs" in p for p in answer.json()["problems"]), answer.text
         for url in ("/api/approvals/nope/approve", "/api/approvals/nope"):
             method = "POST" if url.endswith("approve") else "GET"
             assert olga.request(method, url, json={}).status_code == 404

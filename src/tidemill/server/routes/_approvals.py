@@ -22,6 +22,7 @@ from tidemill.errors import ApprovalDecisionError, PermissionDenied
 from tidemill.server._caller import Caller, SignedIn, requires
 from tidemill.server._run_access import RunAccess, run_path
 from tidemill.server._state import ServerState, state_of
+from tidemill.server.routes._body import Body
 from tidemill.store import ApprovalRow, RunRow
 
 __all__ = ["router"]
@@ -82,7 +83,7 @@ class ApprovalOut(BaseModel):
         )  # fmt: skip
 
 
-class ApproveIn(BaseModel):
+class ApproveIn(Body):
     """Approve, with a comment; a tool call's approval may replace the model's arguments."""
 
     comment: Comment = None
@@ -90,25 +91,25 @@ class ApproveIn(BaseModel):
     """For a tool call: the arguments to call it with instead (checked against its schema)."""
 
 
-class RejectIn(BaseModel):
+class RejectIn(Body):
     """Reject; for a tool call, the comment is the model's feedback."""
 
     comment: Comment = None
 
 
-class AnswerIn(BaseModel):
+class AnswerIn(Body):
     """The answer to an agent's question."""
 
     text: str = Field(min_length=1, max_length=100_000)
 
 
-class ExtendIn(BaseModel):
+class ExtendIn(Body):
     """A budget's new limit, larger than the current one; null stops the agent."""
 
     new_limit: int | None = Field(ge=1, le=10**12)
 
 
-class ReconcileIn(BaseModel):
+class ReconcileIn(Body):
     """Whether a tool call cut short by a crash took effect, and what it answered if so."""
 
     happened: bool

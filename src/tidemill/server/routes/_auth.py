@@ -20,6 +20,7 @@ from tidemill.server._caller import (
 )
 from tidemill.server._errors import error_responses
 from tidemill.server._state import ServerState, state_of
+from tidemill.server.routes._body import Body
 from tidemill.workspace import Token
 from tidemill.workspace._credentials import digest
 from tidemill.workspace._sign_in import DEFAULT_TOKEN_DAYS, SESSION_HOURS, _find
@@ -29,7 +30,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
 
-class SignIn(BaseModel):
+class SignIn(Body):
     """A user name and password."""
 
     user: str = Field(min_length=1, max_length=64)
@@ -80,7 +81,7 @@ class TokenOut(BaseModel):
         )  # fmt: skip
 
 
-class NewTokenIn(BaseModel):
+class NewTokenIn(Body):
     """A token to make."""
 
     name: str = Field(min_length=1, max_length=200)
@@ -95,7 +96,7 @@ class NewTokenOut(BaseModel):
     info: TokenOut
 
 
-class PasswordIn(BaseModel):
+class PasswordIn(Body):
     """A new password."""
 
     password: str = Field(min_length=1, max_length=1024)

@@ -25,6 +25,7 @@ from tidemill.copilot import conversation, forget, start_turn
 from tidemill.errors import ConfigurationError, ItemNotFound, PermissionDenied
 from tidemill.server._caller import Caller, SignedIn, requires
 from tidemill.server._state import ServerState, state_of
+from tidemill.server.routes._body import Body
 from tidemill.server.routes._items import checked_path
 from tidemill.types import Message
 
@@ -35,7 +36,7 @@ router = APIRouter(prefix="/api/copilot", tags=["copilot"], dependencies=[requir
 State = Annotated[ServerState, Depends(state_of)]
 
 
-class MessageIn(BaseModel):
+class MessageIn(Body):
     """A message to the copilot: what to build or change."""
 
     message: str = Field(min_length=1, max_length=100_000)

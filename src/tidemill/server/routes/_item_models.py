@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from tidemill.errors import ConfigurationError
 from tidemill.flows import Problem
+from tidemill.server.routes._body import Body
 from tidemill.server.routes._params import BIGINT_MAX
 from tidemill.workspace import (
     Draft,
@@ -114,7 +115,7 @@ def _input_schema(kind: str, path: str, value: Any) -> dict[str, Any] | None:
     return None
 
 
-class WriteIn(BaseModel):
+class WriteIn(Body):
     """An item to write: a script, flow or resource gets a new version."""
 
     kind: ItemKind
@@ -162,7 +163,7 @@ class ClearedOut(BaseModel):
     dropped: int
 
 
-class RestoreIn(BaseModel):
+class RestoreIn(Body):
     """An old version to write forward as a new one."""
 
     version: int = Field(ge=1, le=BIGINT_MAX)
@@ -224,7 +225,7 @@ class DraftOut(DraftInfo):
         return cls(**DraftInfo.of(draft).model_dump(), value=draft.value)
 
 
-class DraftIn(BaseModel):
+class DraftIn(Body):
     """A draft to save: only scripts, flows and resources have drafts."""
 
     kind: ItemKind
@@ -234,14 +235,14 @@ class DraftIn(BaseModel):
     resource_type: str | None = Field(default=None, max_length=255)
 
 
-class DeployIn(BaseModel):
+class DeployIn(Body):
     """Deploy the caller's draft (and drafts of agents the flow links, named in `agents`)."""
 
     message: str = _TEXT
     agents: list[str] = Field(default_factory=list[str], max_length=100)
 
 
-class LintIn(BaseModel):
+class LintIn(Body):
     """A flow to lint as the caller's draft of it would be saved: nothing is stored."""
 
     value: dict[str, Any] | str
@@ -284,7 +285,7 @@ class LinkedDraftsOut(BaseModel):
     agents: list[str]
 
 
-class SaveStepIn(BaseModel):
+class SaveStepIn(Body):
     """Save an inline `ai_agent` step of a flow as an agent, and link the step to it."""
 
     flow: str = _PATH
@@ -295,7 +296,7 @@ class SaveStepIn(BaseModel):
     message: str = _TEXT
 
 
-class UnlinkStepIn(BaseModel):
+class UnlinkStepIn(Body):
     """Replace a linked `ai_agent` step by the inline configuration it runs."""
 
     flow: str = _PATH
@@ -304,7 +305,7 @@ class UnlinkStepIn(BaseModel):
     message: str = _TEXT
 
 
-class FileText(BaseModel):
+class FileText(Body):
     """One file of a sync directory: its path (`f/ops/region.variable.yaml`) and text."""
 
     path: str = Field(min_length=1, max_length=400)
@@ -319,7 +320,7 @@ class ExportOut(BaseModel):
     """The secret variables exported, with no value."""
 
 
-class ImportIn(BaseModel):
+class ImportIn(Body):
     """Files to apply, as `tidemill sync push` does: all of them, or nothing."""
 
     files: list[FileText] = Field(max_length=10_000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from tidemill.server.routes._body import Body
 from tidemill.workspace import Folder, Group, Role, User
 
 __all__ = [
@@ -41,21 +42,21 @@ class UserOut(BaseModel):
         )  # fmt: skip
 
 
-class UserIn(BaseModel):
+class UserIn(Body):
     """A user to add (workspace admins)."""
 
     name: str = _NAME
     admin: bool = False
 
 
-class UserChangeIn(BaseModel):
+class UserChangeIn(Body):
     """What to change of a user; a field left out stays as it is."""
 
     admin: bool | None = None
     disabled: bool | None = None
 
 
-class PasswordIn(BaseModel):
+class PasswordIn(Body):
     """A new password (never shown again)."""
 
     password: str = Field(min_length=1, max_length=1024)
@@ -73,7 +74,7 @@ class GroupOut(BaseModel):
         return cls(name=group.name, summary=group.summary, members=list(group.members))
 
 
-class GroupIn(BaseModel):
+class GroupIn(Body):
     """A group to add (workspace admins)."""
 
     name: str = _NAME
@@ -98,7 +99,7 @@ class FolderOut(BaseModel):
         )  # fmt: skip
 
 
-class FolderIn(BaseModel):
+class FolderIn(Body):
     """A folder to create (workspace admins), with its first grants."""
 
     name: str = _NAME
@@ -106,13 +107,13 @@ class FolderIn(BaseModel):
     roles: dict[str, Role] = Field(default_factory=dict[str, Role], max_length=1000)
 
 
-class FolderChangeIn(BaseModel):
+class FolderChangeIn(Body):
     """A folder's new summary (its admins)."""
 
     summary: str = Field(max_length=10_000)
 
 
-class GrantIn(BaseModel):
+class GrantIn(Body):
     """A role on a folder (`f/<folder>`) or an item's path for a user or `g/<group>`."""
 
     target: str = Field(min_length=1, max_length=255)

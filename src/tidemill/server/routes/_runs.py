@@ -25,6 +25,7 @@ from tidemill.engine._run_pages import RunCost, RunFilters, run_input, runs_page
 from tidemill.server._caller import Caller, SignedIn, requires
 from tidemill.server._run_access import RunAccess, run_path
 from tidemill.server._state import ServerState, state_of
+from tidemill.server.routes._body import Body
 from tidemill.server.routes._params import After
 from tidemill.store import JobRow, LogRow
 from tidemill.types import Message
@@ -38,7 +39,7 @@ RunId = Annotated[str, Path(min_length=1, max_length=100)]
 ShownStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "cancelled"]
 
 
-class SubmitIn(BaseModel):
+class SubmitIn(Body):
     """A workspace flow to run, as the caller (who needs the viewer role on it)."""
 
     path: str = Field(min_length=1, max_length=500)
