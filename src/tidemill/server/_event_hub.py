@@ -22,10 +22,13 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tidemill.engine import RunEvent
 from tidemill.errors import RunNotFound
+from tidemill.server._mailbox import END as _END
+from tidemill.server._mailbox import LET_GO as _LET_GO
+from tidemill.server._mailbox import Mailbox
 from tidemill.store import FINISHED_RUN, EventRow, Tx
 
 if TYPE_CHECKING:
@@ -57,41 +60,15 @@ RECENT = 1000
 Delivery = tuple[RunEvent, bytes]
 """An event and its encoding (an SSE message), shared by all its subscribers."""
 
-_END = object()
-_LET_GO = object()
-
 
 def _finishes(event: RunEvent, run_id: str) -> bool:
     return event.kind == "run_finished" and event.run_id == run_id
 
 
-@dataclass(eq=False, slots=True)
-class _Subscriber:
+@dataclass(eq=False, slots=True, kw_only=True)
+class _Subscriber(Mailbox):
     after: int
     """Events up to this id it has (or reads from the store itself)."""
-    pending: list[Any] = field(default_factory=list)
-    """Deliveries waiting to be taken, then maybe one of `_END`, `_LET_GO` or an error."""
-    waiter: asyncio.Future[None] | None = None
-    attached: bool = True
-
-    def put(self, item: Any) -> None:
-        self.pending.append(item)
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    async def take(self, idle: float | None) -> list[Any]:
-        """What is pending, once something is (nothing, after `idle` s without)."""
-        if not self.pending:
-            self.waiter = asyncio.get_running_loop().create_future()
-            try:
-                async with asyncio.timeout(idle):
-                    await self.waiter
-            except TimeoutError:
-                return []
-            finally:
-                self.waiter = None
-        taken, self.pending = self.pending, []
-        return taken
 
 
 @dataclass(eq=False, slots=True)
@@ -185,7 +162,7 @@ class EventHub:
                 feed = _Feed(run_id, after, base=after, heard=asyncio.get_running_loop().time())
                 self._feeds[run_id] = feed
             upto = feed.last
-            subscriber = _Subscriber(max(after, upto))
+            subscriber = _Subscriber(after=max(after, upto))
             feed.subscribers.add(subscriber)
             self._start()
             try:

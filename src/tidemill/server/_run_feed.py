@@ -29,10 +29,13 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tidemill.server._mailbox import END as _END
+from tidemill.server._mailbox import LET_GO as _LET_GO
+from tidemill.server._mailbox import Mailbox
 from tidemill.store import Tx
 
 if TYPE_CHECKING:
@@ -88,9 +91,6 @@ _LOOK = (
     f"LEFT JOIN tm_runs r ON r.id = e.root_id AND {_MATCH} WHERE {{where}} ORDER BY e.id LIMIT ?"
 )
 """Every event's id (to move past it), with a change's facts (else a null `data`)."""
-
-_END = object()
-_LET_GO = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,34 +163,11 @@ def _latest(tx: Tx) -> int:
     return 0 if row is None else int(row[0])
 
 
-@dataclass(eq=False, slots=True)
-class _Subscriber:
+@dataclass(eq=False, slots=True, kw_only=True)
+class _Subscriber(Mailbox):
     after: int
     """Changes up to this id it has, or was not to have (its filter left them out)."""
     keep: Callable[[RunChange], bool]
-    pending: list[Any] = field(default_factory=list)
-    """Deliveries waiting to be taken, then maybe one of `_END`, `_LET_GO` or an error."""
-    waiter: asyncio.Future[None] | None = None
-    attached: bool = True
-
-    def put(self, item: Any) -> None:
-        self.pending.append(item)
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    async def take(self, idle: float | None) -> list[Any]:
-        """What is pending, once something is (nothing, after `idle` s without)."""
-        if not self.pending:
-            self.waiter = asyncio.get_running_loop().create_future()
-            try:
-                async with asyncio.timeout(idle):
-                    await self.waiter
-            except TimeoutError:
-                return []
-            finally:
-                self.waiter = None
-        taken, self.pending = self.pending, []
-        return taken
 
 
 class RunFeed:
@@ -253,7 +230,7 @@ class RunFeed:
         while not self._stopped:
             upto = self._last
             start = upto if after is None else after
-            subscriber = _Subscriber(max(start, upto), keep)
+            subscriber = _Subscriber(after=max(start, upto), keep=keep)
             self._subscribers.add(subscriber)
             self._start()
             try:
