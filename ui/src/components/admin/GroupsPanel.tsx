@@ -2,45 +2,20 @@
 import { useId, useState } from 'react'
 import { type Group, type User, useAddGroup, useDeleteGroup, useSetMember } from '../../api/people'
 import { ErrorBox } from '../ErrorBox'
+import { NameSummaryForm } from './NameSummaryForm'
 
 function AddGroupForm() {
-  const add = useAddGroup()
-  const [name, setName] = useState('')
-  const [summary, setSummary] = useState('')
   return (
-    <form
-      className="admin-form"
-      aria-label="Add a group"
-      onSubmit={(e) => {
-        e.preventDefault()
-        add.mutate(
-          { name: name.trim(), summary },
-          {
-            onSuccess: () => {
-              setName('')
-              setSummary('')
-            },
-          },
-        )
-      }}
+    <NameSummaryForm
+      title="Add a group"
+      heading="h3"
+      noun="Group"
+      submit="Add the group"
+      refused="Not added"
+      add={useAddGroup()}
     >
-      <h3>Add a group</h3>
-      <div className="row">
-        <div className="field">
-          <label htmlFor="new-group-name">Group name</label>
-          <input id="new-group-name" value={name} required maxLength={64} onChange={(e) => setName(e.target.value)} />
-        </div>
-        <div className="field grow">
-          <label htmlFor="new-group-summary">Summary (optional)</label>
-          <input id="new-group-summary" value={summary} onChange={(e) => setSummary(e.target.value)} />
-        </div>
-        <button type="submit" className="primary" disabled={add.isPending || !name.trim()}>
-          Add the group
-        </button>
-      </div>
       <p className="muted small-text">Grants name a group g/&lt;name&gt;.</p>
-      <ErrorBox error={add.error} title="Not added" />
-    </form>
+    </NameSummaryForm>
   )
 }
 
