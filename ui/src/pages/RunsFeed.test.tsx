@@ -5,47 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { FALLBACK_POLL, pollFor } from '../api/runFeed'
 import type { RunItem } from '../api/types'
 import { RunsPage } from './RunsPage'
-
-/** An EventSource the test opens, fails and sends messages on. */
-class FakeEventSource {
-  static readonly CONNECTING = 0
-  static readonly OPEN = 1
-  static readonly CLOSED = 2
-  static made: FakeEventSource[] = []
-  readyState = FakeEventSource.CONNECTING
-  onopen: ((e: Event) => void) | null = null
-  onerror: ((e: Event) => void) | null = null
-  onmessage: ((e: MessageEvent) => void) | null = null
-  private listeners = new Map<string, Set<(e: MessageEvent) => void>>()
-
-  constructor(readonly url: string) {
-    FakeEventSource.made.push(this)
-  }
-
-  addEventListener(kind: string, listener: (e: MessageEvent) => void) {
-    if (!this.listeners.has(kind)) this.listeners.set(kind, new Set())
-    this.listeners.get(kind)!.add(listener)
-  }
-
-  close() {
-    this.readyState = FakeEventSource.CLOSED
-  }
-
-  open() {
-    this.readyState = FakeEventSource.OPEN
-    this.onopen?.(new Event('open'))
-  }
-
-  fail() {
-    this.readyState = FakeEventSource.CONNECTING
-    this.onerror?.(new Event('error'))
-  }
-
-  send(kind: string, data: object) {
-    const message = new MessageEvent(kind, { data: JSON.stringify(data) })
-    for (const listener of this.listeners.get(kind) ?? []) listener(message)
-  }
-}
+import { FakeEventSource } from '../testing/fakeEventSource'
 
 function running(id: string): RunItem {
   return {

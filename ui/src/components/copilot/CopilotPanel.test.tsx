@@ -3,38 +3,12 @@ import { act, render, screen, waitFor, within } from '@testing-library/react'
 import userEvent from '@testing-library/user-event'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { CopilotPanel } from './CopilotPanel'
+import { FakeEventSource } from '../../testing/fakeEventSource'
 
 const PATH = 'f/demo/cp'
 const BEFORE = 'summary: one\nsteps:\n  - id: a\n    identity: true\n'
 const PROPOSED = { summary: 'two', steps: [{ id: 'a', identity: true }, { id: 'b', identity: true }] }
 const DIFF = `--- ${PATH} (before)\n+++ ${PATH} (your draft)\n@@ -1,2 +1,2 @@\n-summary: one\n+summary: two\n steps:\n`
-
-/** An EventSource the test sends a run's events on. */
-class FakeEventSource {
-  static readonly CONNECTING = 0
-  static readonly OPEN = 1
-  static readonly CLOSED = 2
-  static made: FakeEventSource[] = []
-  readyState = FakeEventSource.CONNECTING
-  onopen: ((e: Event) => void) | null = null
-  onerror: ((e: Event) => void) | null = null
-  onmessage: ((e: MessageEvent) => void) | null = null
-  private listeners = new Map<string, Set<(e: MessageEvent) => void>>()
-  constructor(readonly url: string) {
-    FakeEventSource.made.push(this)
-  }
-  addEventListener(kind: string, listener: (e: MessageEvent) => void) {
-    if (!this.listeners.has(kind)) this.listeners.set(kind, new Set())
-    this.listeners.get(kind)!.add(listener)
-  }
-  close() {
-    this.readyState = FakeEventSource.CLOSED
-  }
-  send(kind: string, data: object) {
-    const message = new MessageEvent(kind, { data: JSON.stringify(data) })
-    for (const listener of this.listeners.get(kind) ?? []) listener(message)
-  }
-}
 
 let nextEvent = 1
 function event(kind: string, data: object) {
