@@ -15,7 +15,7 @@ Examples:
     ...     await store.close()
     ...     return len(applied), counts
     >>> asyncio.run(main())
-    (10, {})
+    (11, {})
 """
 
 from tidemill.store._events import EventRow
