@@ -9,11 +9,13 @@ it; an import-linter contract keeps it so):
 
 - `_host_save` (`save_agent`) over `_host` (`load_agent`): a workspace agent
   run from Python, and a builder saved as one.
-- `_facade` (`Engine`, `Run`) over `_engine` (`AsyncEngine`): the front.
+- `_facade` (`Engine`, `Run`) over `_engine` (`AsyncEngine`): the front,
+  put together from parts over `_engine_core`: `_deciding` (approvals'
+  decisions) and `_signalling` (`send_event`: events for the steps that wait).
 - `workers`: `Worker` claims a job, executes it by its kind (`_execute`) and
   records the result.
 - `runs`: every change of runs and jobs, one transaction each (`Transition`),
-  and what a run waits for (`Wait`).
+  and what a run waits for (`Wait`): a person, a child run, a time, an event.
 - `ai`: the `ai_action` and `ai_agent` steps (see `tidemill.engine.ai`).
 - What the steps share: `_step_env` (`StepInfo`, `StepEnv`), `_metrics`,
   `_outcome` (`Outcome`, `SpawnPlan`), `_journal` and `_memory` (what agent
@@ -40,14 +42,18 @@ from tidemill.engine._host import HostedAgent, aload_agent, load_agent
 from tidemill.engine._host_save import agent_value, asave_agent, save_agent
 from tidemill.engine._metrics import Metrics, MetricsServer
 from tidemill.engine._models import ModelChoice, ModelResolver, aliased_models, default_models
+from tidemill.engine._signalling import EVENT_KEEP
 from tidemill.engine._step_env import StepInfo, ToolRun, current_step
+from tidemill.engine.runs._waiting import Delivery
 from tidemill.engine.runs._waits import WAIT_KINDS, Wait
 from tidemill.engine.scripts._pool import ScriptCall, ScriptOutcome, ScriptPool
 from tidemill.engine.workers._worker import Worker
 
 __all__ = [
+    "EVENT_KEEP",
     "WAIT_KINDS",
     "AsyncEngine",
+    "Delivery",
     "Engine",
     "HostedAgent",
     "Metrics",

@@ -1,4 +1,4 @@
-"""`AsyncEngine`: submit flows as durable runs, watch them, decide their approvals.
+"""`AsyncEngine`: submit flows as durable runs and watch them (decisions: `_deciding`).
 
 An engine by itself runs nothing: `submit` only enqueues. Workers execute,
 in other processes (`tidemill worker`) or in this one (`engine.worker()`).
@@ -9,21 +9,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tidemill.engine._deciding import Deciding
 from tidemill.engine._events import RunEvent, RunEvents
+from tidemill.engine._ids import new_id
 from tidemill.engine._memory import memory_scope, memory_uuid
 from tidemill.engine._run_info import RunInfo, run_info
+from tidemill.engine._signalling import Signalling
 from tidemill.engine._step_journal import JournalEntry, journal_entries, read_step_journal
-from tidemill.engine.runs._decisions import audit_decision
-from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.runs._waits import Wait, read_waits
 from tidemill.engine.workers._linked import recorded_agents
-from tidemill.engine.workers._worker import Worker
 from tidemill.errors import (
     ConfigurationError,
     RunFailed,
@@ -33,17 +34,11 @@ from tidemill.errors import (
 )
 from tidemill.flows import Flow, compile_expression
 from tidemill.store import (
-    DEFAULT_URL,
     FINISHED_RUN,
-    ApprovalRow,
     JobRow,
     LogRow,
     MemoryRow,
-    Store,
-    StoreURL,
     Tx,
-    check,
-    upgrade,
 )
 from tidemill.types import Message
 from tidemill.workspace import AsyncWorkspace
@@ -67,7 +62,7 @@ def _load(flow: Flow | str | Path) -> Flow:
     return Flow.load(flow)
 
 
-class AsyncEngine(RunEvents):
+class AsyncEngine(Deciding, Signalling, RunEvents):
     """Durable runs of flows in a store (and their events: `events`, `follow`).
 
     Args:
@@ -79,30 +74,6 @@ class AsyncEngine(RunEvents):
         max_connections: PostgreSQL connections this engine may open.
     """
 
-    def __init__(
-        self, url: str | None = None, *, migrate: bool | None = None, max_connections: int = 4
-    ) -> None:
-        self.url = StoreURL.parse(url or DEFAULT_URL)
-        self.store = Store(self.url, max_connections=max_connections)
-        self.defs = Definitions()
-        self._migrate = self.url.dialect == "sqlite" if migrate is None else migrate
-        self._ready = False
-        self._workers: list[Worker] = []
-        self._progress = asyncio.Event()
-
-    async def _open(self) -> Store:
-        if not self._ready:
-            if self._migrate:
-                await upgrade(self.store)
-            else:
-                await check(self.store)
-            self._ready = True
-        return self.store
-
-    async def _transact(self, fn: Callable[[Tx], Any]) -> Any:
-        store = await self._open()
-        return await store.transact(fn)
-
     async def submit(
         self,
         flow: Flow | str | Path,
@@ -111,6 +82,7 @@ class AsyncEngine(RunEvents):
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
         memory_id: str | None = None,
+        start_at: float | datetime | None = None,
     ) -> str:
         """Validate the input and enqueue a run; return its id.
 
@@ -127,6 +99,9 @@ class AsyncEngine(RunEvents):
                 kept as is; another string is hashed to a v5 UUID scoped to
                 the workspace and the flow the run starts from (`source`'s, or
                 the flow's name), so one key in two flows names two memories.
+            start_at: Run later: its first steps are due at this time (epoch
+                seconds, or an aware `datetime`); until then the run is
+                `queued` and holds no worker. A time past starts it now.
 
         Raises:
             FlowValidationError: The flow (file) is malformed, or `Flow.check` finds a
@@ -134,7 +109,12 @@ class AsyncEngine(RunEvents):
             FlowInputError: `inputs` does not fit the flow's input schema.
         """
         (run_id,) = await self.submit_many(
-            flow, [inputs or {}], run_as=run_as, source=source, memory_id=memory_id
+            flow,
+            [inputs or {}],
+            run_as=run_as,
+            source=source,
+            memory_id=memory_id,
+            start_at=start_at,
         )
         return run_id
 
@@ -146,11 +126,34 @@ class AsyncEngine(RunEvents):
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
         memory_id: str | None = None,
+        start_at: float | datetime | None = None,
     ) -> list[str]:
         """Enqueue one run per input, in one transaction; return their ids in order.
 
         Every input is validated first: one bad input enqueues nothing.
-        `run_as`, `source` and `memory_id` are `submit`'s, for every run.
+        `run_as`, `source`, `memory_id` and `start_at` are `submit`'s, for every run.
+        """
+        created = await self._create(
+            flow, inputs, run_as=run_as, source=source, memory_id=memory_id, start_at=start_at
+        )
+        return [run_id for run_id, _ in created]
+
+    async def _create(
+        self,
+        flow: Flow | str | Path,
+        inputs: Sequence[Mapping[str, Any]],
+        *,
+        run_as: str | None,
+        source: Mapping[str, Any] | None,
+        memory_id: str | None,
+        start_at: float | datetime | None,
+        once: tuple[str, str, str] | None = None,
+    ) -> list[tuple[str, bool]]:
+        """Validate and enqueue runs: `(id, created)` each (`created` False: `once`'s replay).
+
+        `once` is a webhook's `(workspace, path, idempotency key)`: the key and
+        its run are stored in the transaction that creates the run, and a key
+        stored before names the run returned instead (one input only).
         """
         flow = _load(flow)
         stored_memory = (
@@ -163,28 +166,29 @@ class AsyncEngine(RunEvents):
         limit = None if flow.concurrency is None else flow.concurrency.limit
         keys = [self._concurrency_key(flow, digest, each) for each in checked]
         now = time.time()
+        due = start_at.timestamp() if isinstance(start_at, datetime) else start_at
 
-        def create(tx: Tx) -> list[str]:
+        def create(tx: Tx) -> list[tuple[str, bool]]:
             change = Transition(tx, self.defs, now)
-            return [
+            made: list[tuple[str, bool]] = []
+            for each, key in zip(checked, keys, strict=True):
+                run_id = new_id()
+                if once is not None:
+                    first = tx.put_hook_key(*once, run_id, now)
+                    if first != run_id:
+                        made.append((first, False))
+                        continue
                 change.create(
-                    flow,
-                    digest,
-                    body,
-                    each,
-                    concurrency_key=key,
-                    limit=limit,
-                    run_as=run_as,
-                    source=source,
-                    memory_id=stored_memory,
-                ).id
-                for each, key in zip(checked, keys, strict=True)
-            ]
+                    flow, digest, body, each, concurrency_key=key, limit=limit,
+                    run_as=run_as, source=source, memory_id=stored_memory,
+                    start_at=due, run_id=run_id,
+                )  # fmt: skip
+                made.append((run_id, True))
+            return made
 
-        run_ids: list[str] = await self._transact(create)
-        for worker in self._workers:
-            worker.wake()
-        return run_ids
+        created: list[tuple[str, bool]] = await self._transact(create)
+        self._wake_workers()
+        return created
 
     async def submit_path(
         self,
@@ -194,6 +198,8 @@ class AsyncEngine(RunEvents):
         *,
         draft: bool = False,
         memory_id: str | None = None,
+        start_at: float | datetime | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         """Run the workspace flow at `path`, as the workspace's principal; return the run's id.
 
@@ -201,7 +207,10 @@ class AsyncEngine(RunEvents):
         draft of it), with the workspace scripts and sub-flows it names read
         as the principal; the run records who it runs as (`RunInfo.run_as`)
         and the versions it ran (`RunInfo.source`), and the workspace audits
-        its start. `memory_id` is `submit`'s (scoped to the workspace and `path`).
+        its start. `memory_id` is `submit`'s (scoped to the workspace and `path`),
+        `start_at` too. With `idempotency_key` (a webhook's `Idempotency-Key`),
+        a key already used at `path` in the last 24 hours returns that call's
+        run and starts nothing (two racing calls start one run).
         The workspace must be in this engine's database.
 
         Raises:
@@ -218,10 +227,15 @@ class AsyncEngine(RunEvents):
                 context={"workspace_store": str(workspace.store.url), "engine": str(self.url)},
             )
         plan = await workspace.run_plan(path, draft=draft)
-        run_id = await self.submit(
-            plan.flow, inputs, run_as=plan.run_as, source=plan.source, memory_id=memory_id
-        )
-        await workspace.record_run(run_id, plan)
+        once = None
+        if idempotency_key is not None:
+            once = (workspace.name, str(plan.source.get("path", path)), idempotency_key)
+        ((run_id, created),) = await self._create(
+            plan.flow, [inputs or {}], run_as=plan.run_as, source=plan.source,
+            memory_id=memory_id, start_at=start_at, once=once,
+        )  # fmt: skip
+        if created:
+            await workspace.record_run(run_id, plan)
         return run_id
 
     @staticmethod
@@ -287,8 +301,7 @@ class AsyncEngine(RunEvents):
         """Run a failed run again from its failed steps (finished steps are kept)."""
         now = time.time()
         await self._transact(lambda tx: Transition(tx, self.defs, now).retry(run_id))
-        for worker in self._workers:
-            worker.wake()
+        self._wake_workers()
         return await self.get(run_id)
 
     async def runs(
@@ -359,157 +372,6 @@ class AsyncEngine(RunEvents):
         rows: list[dict[str, Any]] = await self._transact(partial(recorded_agents, root_id=run.id))
         return rows
 
-    async def approvals(
-        self, run_id: str | None = None, *, status: str | None = "pending"
-    ) -> list[ApprovalRow]:
-        """Approval requests (pending ones by default), oldest first."""
-        rows: list[ApprovalRow] = await self._transact(
-            lambda tx: tx.approvals(status=status, root_id=run_id)
-        )
-        return rows
-
-    async def approve(
-        self,
-        approval_id: str,
-        *,
-        actor: str | None = None,
-        comment: str | None = None,
-        edited_arguments: Mapping[str, Any] | None = None,
-    ) -> ApprovalRow:
-        """Approve: the approval step succeeds and the run goes on.
-
-        For a tool call of an `ai_agent` step (kind `tool_call`), the call
-        runs once every call of the pause is decided, with `edited_arguments`
-        instead of the model's when given (checked against the tool's schema).
-
-        Raises:
-            ApprovalDecisionError: See `Transition.decide` (`reason` says why).
-        """
-        return await self._decide(approval_id, True, actor, comment, edited_arguments)
-
-    async def reject(
-        self, approval_id: str, *, actor: str | None = None, comment: str | None = None
-    ) -> ApprovalRow:
-        """Reject: the approval step fails, and with it the run.
-
-        For a tool call of an `ai_agent` step, the call does not run: the
-        model is told it was rejected, with `comment` as the feedback, and
-        the agent goes on.
-        """
-        return await self._decide(approval_id, False, actor, comment, None)
-
-    async def reconcile(
-        self,
-        approval_id: str,
-        happened: bool,
-        *,
-        actor: str | None = None,
-        result: str | None = None,
-    ) -> ApprovalRow:
-        """Answer a reconciliation (kind `reconcile`): did a call cut short by a crash take effect?
-
-        A worker died while a call of a tool with `idempotent: false` ran, so
-        the agent step waits for a person to say. `happened=True`: the call
-        is recorded as finished with `result` (default: `the call completed
-        (confirmed by <actor>)`), the model sees that, and it does not run
-        again. `happened=False`: it runs again with the same idempotency key.
-
-        Raises:
-            ApprovalDecisionError: See `Transition.reconcile` (`reason` says why).
-        """
-        now = time.time()
-        row: ApprovalRow = await self._transact(
-            lambda tx: audit_decision(
-                tx,
-                Transition(tx, self.defs, now).reconcile(
-                    approval_id, happened=happened, actor=actor, result=result
-                ),
-                "approval.reconcile",
-                actor,
-                happened=happened,
-            )
-        )
-        for worker in self._workers:
-            worker.wake()
-        return row
-
-    async def answer(self, approval_id: str, text: str, *, actor: str | None = None) -> ApprovalRow:
-        """Answer an agent's question (kind `question`, a call of `ask_person`).
-
-        `text` becomes the result of the model's `ask_person` call; the agent
-        goes on from there (nothing is asked again).
-
-        Raises:
-            ApprovalDecisionError: See `Transition.answer` (`reason` says why).
-        """
-        now = time.time()
-        row: ApprovalRow = await self._transact(
-            lambda tx: audit_decision(
-                tx,
-                Transition(tx, self.defs, now).answer(approval_id, text=text, actor=actor),
-                "approval.answer",
-                actor,
-            )
-        )
-        for worker in self._workers:
-            worker.wake()
-        return row
-
-    async def extend(
-        self, approval_id: str, new_limit: int | None, *, actor: str | None = None
-    ) -> ApprovalRow:
-        """Decide a budget approval (kind `budget`): raise the bound, or stop with None.
-
-        A larger limit lets the agent continue from its journal; None fails
-        the step with `LimitExceeded`.
-
-        Raises:
-            ApprovalDecisionError: See `Transition.extend` (`reason` says why).
-        """
-        now = time.time()
-        row: ApprovalRow = await self._transact(
-            lambda tx: audit_decision(
-                tx,
-                Transition(tx, self.defs, now).extend(
-                    approval_id, new_limit=new_limit, actor=actor
-                ),
-                "approval.extend",
-                actor,
-                new_limit=new_limit,
-            )
-        )
-        for worker in self._workers:
-            worker.wake()
-        return row
-
-    async def _decide(
-        self,
-        approval_id: str,
-        approve: bool,
-        actor: str | None,
-        comment: str | None,
-        edited_arguments: Mapping[str, Any] | None,
-    ) -> ApprovalRow:
-        now = time.time()
-        row: ApprovalRow = await self._transact(
-            lambda tx: audit_decision(
-                tx,
-                Transition(tx, self.defs, now).decide(
-                    approval_id,
-                    approve=approve,
-                    actor=actor,
-                    comment=comment,
-                    edited_arguments=edited_arguments,
-                ),
-                "approval.approve" if approve else "approval.reject",
-                actor,
-                edited=edited_arguments is not None,
-            )
-        )
-        for worker in self._workers:
-            worker.wake()
-        return row
-
     async def waits(self, run_id: str) -> list[Wait]:
         """What each unfinished step of a run waits for; empty once the run is finished.
 
@@ -549,36 +411,6 @@ class AsyncEngine(RunEvents):
         """
         found = await read_step_journal(await self._open(), (await self.get(run_id)).id, step_id)
         return [] if found is None else journal_entries(*found)
-
-    @contextlib.asynccontextmanager
-    async def worker(self, concurrency: int = 4, **options: Any) -> AsyncIterator[Worker]:
-        """Run a worker in this process for the duration of the block.
-
-        Options are `Worker`'s (`lease`, `poll`, `pool_size`, `on_event`, `models`,
-        `metrics`, `http_client`).
-        """
-        store = await self._open()
-        worker = Worker(
-            store,
-            concurrency=concurrency,
-            defs=self.defs,
-            on_run_ended=self._progress.set,
-            engine=self,
-            **options,
-        )
-        stop = asyncio.Event()
-        task = asyncio.create_task(worker.run(stop))
-        self._workers.append(worker)
-        try:
-            yield worker
-        finally:
-            self._workers.remove(worker)
-            stop.set()
-            await task
-
-    async def close(self) -> None:
-        """Close the store's connections."""
-        await self.store.close()
 
     async def __aenter__(self) -> AsyncEngine:
         await self._open()

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tidemill._sync import LoopThread
 from tidemill.engine._engine import AsyncEngine, RunEvent, RunInfo
+from tidemill.engine._signalling import EVENT_KEEP
 from tidemill.engine._step_journal import JournalEntry
+from tidemill.engine.runs._waiting import Delivery
 from tidemill.engine.runs._waits import Wait
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import RunStateError
 from tidemill.flows import Flow
-from tidemill.store import ApprovalRow, JobRow, LogRow, MemoryRow
+from tidemill.store import ApprovalRow, JobRow, LogRow, MemoryRow, SignalRow
 from tidemill.types import Message
 from tidemill.workspace import AsyncWorkspace, Workspace
 
@@ -121,10 +124,11 @@ class Engine:
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
         memory_id: str | None = None,
+        start_at: float | datetime | None = None,
     ) -> Run:
         """Validate the input and enqueue a run (see `AsyncEngine.submit`)."""
         submitted = self.core.submit(
-            flow, inputs, run_as=run_as, source=source, memory_id=memory_id
+            flow, inputs, run_as=run_as, source=source, memory_id=memory_id, start_at=start_at
         )
         return Run(self, self._call(submitted))
 
@@ -136,6 +140,8 @@ class Engine:
         *,
         draft: bool = False,
         memory_id: str | None = None,
+        start_at: float | datetime | None = None,
+        idempotency_key: str | None = None,
     ) -> Run:
         """Run the workspace flow at `path` as its principal (see `AsyncEngine.submit_path`).
 
@@ -154,7 +160,10 @@ class Engine:
             {'who': 'the team'} ada 1
         """
         core = workspace.core if isinstance(workspace, Workspace) else workspace
-        submitted = self.core.submit_path(core, path, inputs, draft=draft, memory_id=memory_id)
+        submitted = self.core.submit_path(
+            core, path, inputs, draft=draft, memory_id=memory_id, start_at=start_at,
+            idempotency_key=idempotency_key,
+        )  # fmt: skip
         return Run(self, self._call(submitted))
 
     def run(self, run_id: str) -> Run:
@@ -290,6 +299,50 @@ class Engine:
             self.core.reject(approval_id, actor=actor, comment=comment)
         )
         return result
+
+    def send_event(
+        self,
+        name: str,
+        key: str = "",
+        payload: Any = None,
+        *,
+        workspace: str = "",
+        path: str = "",
+        dedupe_id: str | None = None,
+        sent_by: str | None = None,
+        keep: float = EVENT_KEEP,
+    ) -> Delivery:
+        """Send an event to the steps waiting for it (see `AsyncEngine.send_event`).
+
+        Examples:
+            >>> import tempfile
+            >>> from tidemill import Engine, Flow
+            >>> flow = Flow.model_validate({"steps": [
+            ...     {"id": "paid", "wait_for_event": {"name": "paid", "key": "flow_input.order"}}]})
+            >>> with Engine(f"sqlite:///{tempfile.mkdtemp()}/t.db") as engine, engine.worker():
+            ...     early = engine.send_event("paid", "7", {"amount": 12})  # kept for the run
+            ...     run = engine.submit(flow, {"order": 7})
+            ...     print(early.kept_until is not None, run.wait(timeout=60))
+            True {'amount': 12}
+        """
+        delivery: Delivery = self._call(
+            self.core.send_event(
+                name,
+                key,
+                payload,
+                workspace=workspace,
+                path=path,
+                dedupe_id=dedupe_id,
+                sent_by=sent_by,
+                keep=keep,
+            )
+        )
+        return delivery
+
+    def kept_events(self, *, name: str | None = None, limit: int = 100) -> list[SignalRow]:
+        """Events no step has taken yet (see `AsyncEngine.kept_events`)."""
+        rows: list[SignalRow] = self._call(self.core.kept_events(name=name, limit=limit))
+        return rows
 
     @contextlib.contextmanager
     def worker(self, concurrency: int = 4, **options: Any) -> Iterator[Worker]:

@@ -1,9 +1,10 @@
-"""What executing a step produces for the run: an `Outcome`, or a `SpawnPlan` of child runs.
+"""What executing a step produces for the run: an `Outcome`, a `SpawnPlan`, or a `WaitPlan`.
 
 A leaf step (a script, an identity, an AI step) ends with an `Outcome`; a
-container step (branch, parallel, for_each, flow) with a `SpawnPlan`. The
-worker records either in one transaction (see `Transition.complete` and
-`Transition.spawn`).
+container step (branch, parallel, for_each, flow) with a `SpawnPlan`; a
+`sleep` or `wait_for_event` step that must wait with a `WaitPlan`. The
+worker records each in one transaction (see `Transition.complete`,
+`Transition.spawn` and `Transition.park_for_wait`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from tidemill.engine._memory import MemoryWrite
 
-__all__ = ["Outcome", "SpawnPlan"]
+__all__ = ["Outcome", "SpawnPlan", "WaitPlan"]
 
 
 @dataclass(slots=True)
@@ -69,3 +70,20 @@ class SpawnPlan:
     items: list[Any] | None = None
     parallelism: int = 1
     empty_result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitPlan:
+    """What a waiting step waits for: a time (`kind` `sleep`) or an event (`event`).
+
+    Attributes:
+        kind: `sleep` or `event`.
+        due_at: A sleep's end; an event wait's deadline (None: none), in epoch seconds.
+        name: The event's name (`event`).
+        key: The event's key (`event`).
+    """
+
+    kind: Literal["sleep", "event"]
+    due_at: float | None
+    name: str | None = None
+    key: str | None = None

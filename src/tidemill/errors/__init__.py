@@ -43,7 +43,8 @@ Errors from flows, the store and the engine (`tidemill.flows`, `tidemill.store`,
 ```text
 TidemillError
 ├── ConfigurationError
-│   └── FlowValidationError    a flow is malformed; `problems` names each step and field
+│   ├── FlowValidationError    a flow is malformed; `problems` names each step and field
+│   └── InvalidSchedule        a cron expression or time zone is not valid
 ├── FlowInputError             a run's input does not fit the flow's input schema
 ├── ExpressionError            an expression could not be parsed or evaluated
 ├── StoreError                 the store could not be opened, migrated or reached
@@ -110,6 +111,7 @@ from tidemill.errors._flows import (
     ExpressionError,
     FlowInputError,
     FlowValidationError,
+    InvalidSchedule,
     LeaseLost,
     RunFailed,
     RunNotFound,
@@ -160,6 +162,7 @@ __all__ = [
     "FlowValidationError",
     "GuardrailViolation",
     "InvalidOption",
+    "InvalidSchedule",
     "ItemNotFound",
     "JournalConflict",
     "LeaseLost",

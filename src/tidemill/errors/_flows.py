@@ -17,6 +17,7 @@ __all__ = [
     "ExpressionError",
     "FlowInputError",
     "FlowValidationError",
+    "InvalidSchedule",
     "LeaseLost",
     "RunFailed",
     "RunNotFound",
@@ -74,6 +75,32 @@ class FlowValidationError(ConfigurationError):
         )
         self.problems = list(problems)
         self.source = source
+
+
+class InvalidSchedule(ConfigurationError):
+    """A schedule's cron expression or time zone is not valid; nothing was stored.
+
+    The message names the field that is wrong (`hour`, `day of month`, ...)
+    and the hint shows an expression or a zone that works.
+
+    Attributes:
+        expression: The cron expression (as given, for a bad time zone too).
+        reason: What is wrong with it.
+
+    Examples:
+        >>> error = InvalidSchedule("0 25 * * *", "hour: 25 is out of range (0-23)")
+        >>> print(error.message)
+        Schedule '0 25 * * *' is not valid: hour: 25 is out of range (0-23)
+    """
+
+    def __init__(self, expression: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"Schedule {expression!r} is not valid: {reason}",
+            hint=hint,
+            context={"expression": expression, "reason": reason},
+        )
+        self.expression = expression
+        self.reason = reason
 
 
 class FlowInputError(TidemillError):

@@ -49,6 +49,7 @@ from tidemill.flows._retry import Retry
 from tidemill.flows._schema import flow_json_schema
 from tidemill.flows._scope import Placement, index_steps, iter_steps
 from tidemill.flows._script import ScriptStep
+from tidemill.flows._waiting import Sleep, WaitForEvent
 
 __all__ = ["Flow", "Step", "StepSettings"]
 
@@ -56,7 +57,17 @@ _ID = re.compile(ID_PATTERN)
 
 
 StepSettings = (
-    ScriptStep | SubFlow | Branch | Parallel | ForEach | Approval | Identity | AIAction | AIAgent
+    ScriptStep
+    | SubFlow
+    | Branch
+    | Parallel
+    | ForEach
+    | Approval
+    | Sleep
+    | WaitForEvent
+    | Identity
+    | AIAction
+    | AIAgent
 )
 """The model behind a step's kind key."""
 
@@ -117,6 +128,12 @@ class Step(FlowModel):
 
     approval: Approval | None = None
     """Wait for a person's decision."""
+
+    sleep: Sleep | None = None
+    """Wait for a while, or until a time, holding no worker."""
+
+    wait_for_event: WaitForEvent | None = None
+    """Wait for an event sent from outside (its payload is the result)."""
 
     identity: Identity | None = None
     """Pass data through: the inputs, or the previous result."""

@@ -25,6 +25,8 @@ KINDS = (
     "parallel",
     "for_each",
     "approval",
+    "sleep",
+    "wait_for_event",
     "identity",
     "ai_action",
     "ai_agent",

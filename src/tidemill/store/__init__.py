@@ -34,6 +34,7 @@ from tidemill.store._statements import dumps
 from tidemill.store._store import Store
 from tidemill.store._tx import Tx
 from tidemill.store._url import DEFAULT_URL, StoreURL
+from tidemill.store._waits import SignalRow, WaitRow
 
 __all__ = [
     "ACTIVE_RUN",
@@ -47,9 +48,11 @@ __all__ = [
     "Migration",
     "RunReach",
     "RunRow",
+    "SignalRow",
     "Store",
     "StoreURL",
     "Tx",
+    "WaitRow",
     "check",
     "current_version",
     "dumps",

@@ -22,7 +22,8 @@ SHOWN_STATUS = (
     "CASE WHEN r.parent_id IS NOT NULL OR r.status <> 'running' THEN r.status "
     f"WHEN NOT EXISTS ({_TREE_JOBS} AND j.started_at IS NOT NULL) THEN 'queued' "
     f"WHEN NOT EXISTS ({_TREE_JOBS} AND j.status IN ('queued', 'running')) "
-    "AND EXISTS (SELECT 1 FROM tm_approvals a WHERE a.root_id = r.id AND a.status = 'pending') "
+    "AND (EXISTS (SELECT 1 FROM tm_approvals a WHERE a.root_id = r.id AND a.status = 'pending') "
+    "OR EXISTS (SELECT 1 FROM tm_waits w WHERE w.root_id = r.id)) "
     "THEN 'waiting' ELSE 'running' END"
 )
 """A run's status as shown (`RunInfo.status`), as SQL over `tm_runs r`.
@@ -30,7 +31,8 @@ SHOWN_STATUS = (
 The store keeps a top-level run `running` from its start (or from its
 concurrency slot) to its end; what is shown is read from its tree's jobs:
 `queued` while no worker has claimed any of its steps yet, `waiting` while
-nothing is left but pending approvals, else `running`. Child runs, and runs
+nothing is left but pending approvals and steps that sleep or wait for an
+event, else `running`. Child runs, and runs
 in any other status, show the status stored.
 """
 

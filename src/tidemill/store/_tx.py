@@ -4,10 +4,10 @@ The operations are grouped by what they are about, one module each, and `Tx`
 puts them together: runs, definitions, payloads and concurrency gates
 (`_runs`), jobs (`_jobs`), claims and leases (`_claims`), results, logs and
 usage (`_results`), approvals (`_approvals`), agents' journals and memory
-(`_agents`), waiting steps and events sent to runs (`_waits`), schedules' fires
-(`_schedule_fires`), webhooks' idempotency keys (`_hook_keys`) and a run's events (`_events`, written by the others in the same
-transaction as the change each describes), all over the plumbing of
-`_statements`.
+(`_agents`), waiting steps and events sent to runs (`_waits`), schedules'
+fires (`_schedule_fires`), webhooks' idempotency keys (`_hook_keys`) and a
+run's events (`_events`, written by the others in the same transaction as
+the change each describes), all over the plumbing of `_statements`.
 """
 
 from __future__ import annotations

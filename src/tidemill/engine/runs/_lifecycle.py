@@ -38,16 +38,20 @@ class Lifecycle(Progress):
         run_as: str | None = None,
         source: Mapping[str, Any] | None = None,
         memory_id: str | None = None,
+        start_at: float | None = None,
+        run_id: str | None = None,
     ) -> RunRow:
         """Add a top-level run and queue its first steps (or wait for a concurrency slot).
 
         `run_as` is who its references are resolved as, `source` what it ran
         (a workspace path's `RunPlan.source`), `memory_id` its memory id as
-        stored; its child runs inherit them.
+        stored; its child runs inherit them. With `start_at` later than now,
+        its first steps are due then (it takes its concurrency slot now).
+        `run_id` is its id (default: a new one).
         """
         self.tx.put_definition(digest, flow.name, body, self.now)
         self.defs.add(digest, flow)
-        run_id = new_id()
+        run_id = run_id or new_id()
         run = RunRow(
             run_id, run_id, None, None, None, "[]", flow.name or "flow", digest, "running",
             concurrency_key, self.now, self.now, None, None, run_as,
@@ -59,7 +63,10 @@ class Lifecycle(Progress):
                 run.status, run.started_at = "queued", None
         self.tx.insert_run(run)
         self.tx.put_payload(run_id, "context", {"flow_input": dict(flow_input)})
-        if run.status == "running":
+        if run.status == "running" and start_at is not None and start_at > self.now:
+            for step in self._scope(run).ready({}):
+                self.tx.insert_job(run.id, step.id, 1, now=self.now, run_at=start_at)
+        elif run.status == "running":
             self._schedule(run, {})
         self.flush()
         return run

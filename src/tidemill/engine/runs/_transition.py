@@ -14,7 +14,9 @@ module on the machinery of `Progress` (`_progress`):
 - `Decisions` (`_decisions`): a job parks for people's decisions, and
   their decisions (or timeouts) move the run on;
 - `Lifecycle` (`_lifecycle`): a caller creates, cancels or retries a
-  top-level run.
+  top-level run;
+- `Waiting` (`_waiting`): a step parks for a time or an event, and the
+  time's coming (a worker's sweep) or the event's sending moves the run on.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from __future__ import annotations
 from tidemill.engine.runs._decisions import Decisions
 from tidemill.engine.runs._lifecycle import Lifecycle
 from tidemill.engine.runs._record import Recording
+from tidemill.engine.runs._waiting import Waiting
 
 __all__ = ["Transition"]
 
 
-class Transition(Recording, Decisions, Lifecycle):
+class Transition(Recording, Decisions, Lifecycle, Waiting):
     """One transaction's worth of run changes (see `Progress` for its arguments)."""

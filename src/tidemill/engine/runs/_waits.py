@@ -11,6 +11,7 @@ limit. A finished run waits for nothing.
 from __future__ import annotations
 
 import json
+import shlex
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ from typing import Any
 
 from tidemill.engine.runs._context import load_definition, top_run_or_error
 from tidemill.engine.runs._scope import Definitions
-from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx
+from tidemill.engine.runs._waiting import iso_time
+from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx, WaitRow
 
 __all__ = ["WAIT_KINDS", "Wait", "read_waits"]
 
@@ -34,6 +36,9 @@ WAIT_KINDS = (
     "running",
     "stalled",
     "concurrency",
+    "sleep",
+    "event",
+    "start",
     "waiting",
 )
 """What a step (or a run) can wait for.
@@ -45,7 +50,10 @@ sub-flow, or runs started by an agent's tool calls). `queued`: a worker to
 claim it. `retry`: the time of its next attempt. `running`: the worker
 running it. `stalled`: a worker whose lease ran out (it seems to have died)
 to be taken over. `concurrency`: a slot under the flow's concurrency limit
-(the run itself, `step` None). `waiting`: parked with nothing pending found.
+(the run itself, `step` None). `sleep`: a `sleep` step's end. `event`: an
+event sent to a `wait_for_event` step (with the command that sends it).
+`start`: a run submitted to start later (`submit(start_at=...)`), its first
+steps due then. `waiting`: parked with nothing pending found.
 """
 
 _WORKER = "tidemill worker"
@@ -136,6 +144,7 @@ class _Tree:
         self.approvals: dict[int, list[ApprovalRow]] = defaultdict(list)
         for approval in tx.approvals(status="pending", root_id=root_id):
             self.approvals[approval.job_id].append(approval)
+        self.timed = {wait.job_id: wait for wait in tx.tree_waits(root_id)}
 
     def run(self, run: RunRow, prefix: str) -> list[Wait]:
         """The waits of an unfinished run's steps, in the order they were queued."""
@@ -164,6 +173,12 @@ class _Tree:
                 since=job.run_at, details=details,
             )  # fmt: skip
         earlier = [j for j in self.jobs[run.id] if j.step_id == job.step_id and j.id < job.id]
+        if not earlier and job.attempt == 1:  # a first attempt due later: a run started later
+            return Wait(
+                "start", path, run.id, f"the run starts at {iso_time(job.run_at)}",
+                job_id=job.id, since=job.created_at, until=job.run_at,
+                then="it is due, and the next worker to poll runs it", details=details,
+            )  # fmt: skip
         error = earlier[-1].error if earlier else None
         details["previous_error"] = error
         reason = f"attempt {job.attempt} is scheduled"
@@ -203,6 +218,9 @@ class _Tree:
     # --- parked: a person's decision, child runs --------------------------
 
     def _waiting(self, run: RunRow, job: JobRow, path: str) -> list[Wait]:
+        timed = self.timed.get(job.id)
+        if timed is not None:
+            return [_timed(timed, path)]
         waits = [_decision(a, path, self.now) for a in self.approvals.get(job.id, [])]
         children = self.children.get(job.id, [])
         if children:
@@ -245,6 +263,32 @@ class _Tree:
             f"under {key!r} are active, {ahead} queued ahead of it"
         )
         return Wait("concurrency", None, run.id, reason, since=run.created_at, details=details)
+
+
+def _timed(wait: WaitRow, path: str) -> Wait:
+    """What a `sleep` or `wait_for_event` step waits for."""
+    details: dict[str, Any] = {}
+    if wait.kind == "sleep":
+        until = iso_time(wait.due_at or wait.created_at)
+        return Wait(
+            "sleep", path, wait.run_id, f"sleeping until {until}", job_id=wait.job_id,
+            since=wait.created_at, until=wait.due_at, then="the step ends and the run goes on",
+            details={"until": until},
+        )  # fmt: skip
+    details = {"name": wait.name, "key": wait.key, "workspace": wait.workspace, "path": wait.path}
+    reason = f"waiting for the event {wait.name!r} with key {wait.key!r}"
+    command = f"tidemill events send {wait.name} --key {shlex.quote(wait.key or '')}"
+    if wait.path:
+        command += f" --path {wait.path}"
+    if wait.due_at is not None:
+        details["deadline"] = iso_time(wait.due_at)
+        reason += f" (until {details['deadline']})"
+    return Wait(
+        "event", path, wait.run_id, reason, job_id=wait.job_id, commands=(command,),
+        since=wait.created_at, until=wait.due_at,
+        then=None if wait.due_at is None else "the wait times out (see the step's on_timeout)",
+        details=details,
+    )  # fmt: skip
 
 
 def _child_label(path: str, child: RunRow) -> str:

@@ -2,7 +2,9 @@
 
 A leaf step (a script, an identity) runs here and returns an `Outcome`. A
 container step (branch, parallel, for_each, flow) returns a `SpawnPlan`: the
-child runs to start. An approval step returns an `ApprovalPlan`. Failures
+child runs to start. An approval step returns an `ApprovalPlan`; a `sleep`
+or `wait_for_event` step a `WaitPlan` (or, a time already past, an
+`Outcome`). Failures
 in expressions or inputs become failed outcomes, never worker errors.
 
 A leaf step's `$var:` and `$res:` references (in its inputs, and in an AI
@@ -21,13 +23,15 @@ bound references when they are called (`StepEnv.resolve`).
 from __future__ import annotations
 
 import dataclasses
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-from tidemill.engine._outcome import Outcome, SpawnPlan
+from tidemill.engine._outcome import Outcome, SpawnPlan, WaitPlan
 from tidemill.engine._step_env import ApprovalPlan, StepEnv, StepInfo, call_in_process
 from tidemill.engine.ai._child_runs import ChildWait
+from tidemill.engine.runs._waiting import iso_time
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 from tidemill.engine.workers._references import (
     RESOLVING_KINDS,
@@ -42,7 +46,14 @@ from tidemill.errors import (
     TidemillError,
     WorkspaceError,
 )
-from tidemill.flows import Expr, Step, compile_expression, evaluate_condition, evaluate_inputs
+from tidemill.flows import (
+    Expr,
+    Step,
+    compile_expression,
+    evaluate_condition,
+    evaluate_inputs,
+    wake_time,
+)
 from tidemill.workspace import DEFAULT_WORKSPACE
 
 __all__ = ["RESOLVING_KINDS", "execute", "stop_requested"]
@@ -59,7 +70,7 @@ async def execute(
     context: dict[str, Any],
     env: StepEnv,
     references: References | None = None,
-) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait:
+) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait | WaitPlan:
     """Execute one step with the values its expressions see.
 
     `references` resolves a leaf step's `$var:`/`$res:` references as the
@@ -86,6 +97,8 @@ async def execute(
         if isinstance(done, Outcome):
             done.inputs = inputs  # what the step was called with: shown, masked (`shown_copy`)
         return done
+    if kind in ("sleep", "wait_for_event"):
+        return plan_wait(step, context, time.time())
     if kind == "approval":
         settings = step.approval
         assert settings is not None
@@ -99,6 +112,43 @@ async def execute(
     try:
         return _plan(step, inputs, context)
     except (ExpressionError, FlowInputError) as exc:
+        return _failed(exc, retryable=False)
+
+
+def plan_wait(step: Step, context: dict[str, Any], now: float) -> Outcome | WaitPlan:
+    """What a `sleep` or `wait_for_event` step waits for, its expressions evaluated at `now`.
+
+    A sleep whose time is already past succeeds at once; an expression that
+    fails, or names no time or no usable key, fails the step (not retryable).
+    """
+    try:
+        if step.sleep is not None:
+            settings = step.sleep
+            if settings.for_ is not None:
+                return WaitPlan("sleep", now + settings.for_)
+            assert settings.until is not None
+            value = compile_expression(settings.until).evaluate(context)
+            try:
+                due = wake_time(value)
+            except ValueError as exc:
+                raise ExpressionError(
+                    settings.until, f"`until` gave {exc}", hint="Make it an ISO 8601 time."
+                ) from None
+            if due <= now:
+                return Outcome("succeeded", {"until": iso_time(due)})
+            return WaitPlan("sleep", due)
+        waiting = step.wait_for_event
+        assert waiting is not None
+        key = "" if waiting.key is None else compile_expression(waiting.key).evaluate(context)
+        if isinstance(key, bool) or not isinstance(key, str | int | float):
+            raise ExpressionError(
+                waiting.key or "",
+                f"the event key is {key!r}; it must be a string or a number",
+                hint="Point `key` at a string or number, e.g. flow_input.order_id.",
+            )
+        due_at = None if waiting.timeout is None else now + waiting.timeout
+        return WaitPlan("event", due_at, waiting.name, str(key))
+    except ExpressionError as exc:
         return _failed(exc, retryable=False)
 
 

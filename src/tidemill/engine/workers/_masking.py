@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tidemill.engine._outcome import Outcome, SpawnPlan
+from tidemill.engine._outcome import Outcome, SpawnPlan, WaitPlan
 from tidemill.engine._step_env import ApprovalPlan, Secrets
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._pause import AgentPause
@@ -21,8 +21,8 @@ __all__ = ["mask_action", "shown_copy"]
 
 
 def mask_action(
-    action: Outcome | SpawnPlan | ApprovalPlan | ChildWait, secrets: Secrets
-) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait:
+    action: Outcome | SpawnPlan | ApprovalPlan | ChildWait | WaitPlan, secrets: Secrets
+) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait | WaitPlan:
     """What a step's action records (logs, error, usage errors), with the job's secrets masked."""
     if isinstance(action, Outcome):
         action.error = secrets.mask_value(action.error)

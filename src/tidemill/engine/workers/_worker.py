@@ -39,7 +39,7 @@ from tidemill.engine._models import (
     default_models,
     sends_requests,
 )
-from tidemill.engine._outcome import Outcome, SpawnPlan
+from tidemill.engine._outcome import Outcome, SpawnPlan, WaitPlan
 from tidemill.engine._step_env import ApprovalPlan, Secrets, StepEnv
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._pause import AgentPause
@@ -47,12 +47,15 @@ from tidemill.engine.runs._progress import Take
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.scripts._pool import ScriptPool
+from tidemill.engine.triggers import Scheduler
 from tidemill.engine.workers._execute import execute, stop_requested
 from tidemill.engine.workers._leases import Leases
+from tidemill.engine.workers._listen import listen_forever
 from tidemill.engine.workers._logs import LiveLogs
 from tidemill.engine.workers._masking import mask_action, shown_copy
 from tidemill.engine.workers._prepare import Prepared, Preparer, known_results
 from tidemill.engine.workers._references import References
+from tidemill.engine.workers._sweeper import Sweeper
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
 from tidemill.flows import Step
 from tidemill.llm import Model
@@ -109,6 +112,9 @@ class Worker:
             store within about this long, and the rest when it ends.
         engine: The engine the worker works for (`engine.worker()` passes
             itself): given to in-process agent tools (`ToolRun.engine`).
+        schedules: Fire the default workspace's schedules too (a `Scheduler`, as
+            one more task), unless the worker executes only `run_id`. Any
+            number of workers and servers may: each fire starts once.
 
     Examples:
         >>> import asyncio
@@ -147,10 +153,12 @@ class Worker:
         run_id: str | None = None,
         log_flush: float = 1.0,
         engine: object = None,
+        schedules: bool = True,
     ) -> None:
         self.store = store
         self.engine = engine
         self.run_id = run_id
+        self.schedules = schedules
         self.concurrency = max(1, concurrency)
         self.defs = defs or Definitions()
         self.lease = lease
@@ -173,6 +181,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._preparer = Preparer(self.defs)
         self._references = References(store)
+        self._sweeper = Sweeper(store, self.defs, poll=self.poll)
         self.reclaim_every = min(1.0, lease / 4)
         self._last_reclaim = 0.0
         self.processed = 0
@@ -219,8 +228,10 @@ class Worker:
         writing = asyncio.create_task(self._logs.run())  # until the slots are done
         channel = self.store.listen_dsn()
         if channel is not None:
-            helpers.append(asyncio.create_task(self._listen_forever()))
-        last_sweep = 0.0
+            helpers.append(asyncio.create_task(listen_forever(self.store, self._wake)))
+        if self.schedules and self.run_id is None:
+            scheduler = Scheduler(self.store, self.defs, on_fired=self.wake)
+            helpers.append(asyncio.create_task(scheduler.run(stop)))
         try:
             while not stop.is_set():
                 self._wake.clear()
@@ -228,9 +239,8 @@ class Worker:
                 claimed = await self._claim(free) if free > 0 else []
                 for prepared in claimed:
                     self._start(prepared)
-                if time.monotonic() - last_sweep > self.poll:
-                    last_sweep = time.monotonic()
-                    await self._sweep()
+                if self._sweeper.due() and await self._sweeper.sweep():
+                    continue  # runs moved on: their next steps may be queued
                 if claimed and len(claimed) == free:
                     continue  # there may be more: claim again once a slot frees
                 await self._idle(stop)
@@ -259,10 +269,11 @@ class Worker:
                         await self._close_models()
 
     async def _idle(self, stop: asyncio.Event) -> None:
-        """Sleep until woken, a slot frees, `stop` is set, or the poll interval passes."""
+        """Sleep until woken, a slot frees, `stop` is set, the next sweep, or the poll interval."""
         waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
+        timeout = min(self.poll, self._sweeper.seconds_left())
         await asyncio.wait(
-            [*waits, *self._slots], timeout=self.poll, return_when=asyncio.FIRST_COMPLETED
+            [*waits, *self._slots], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
         )
         for future in waits:
             future.cancel()
@@ -292,15 +303,6 @@ class Worker:
         for prepared in claimed:
             prepared.sent = sent
         return claimed
-
-    async def _sweep(self) -> None:
-        """Resolve approvals whose time ran out."""
-        try:
-            await self.store.transact(
-                lambda tx: Transition(tx, self.defs, time.time()).expire_approvals()
-            )
-        except StoreError as exc:
-            log.warning("approval sweep failed: %s", exc)
 
     def _start(self, prepared: Prepared) -> None:
         task = asyncio.create_task(self._slot(prepared))
@@ -384,33 +386,7 @@ class Worker:
 
         def record(tx: Tx) -> tuple[list[tuple[JobRow, Prepared]], bool, bool]:
             change = Transition(tx, self.defs, time.time(), take)
-            if isinstance(action, Outcome):
-                if action.status == "succeeded" and step.stop_after_if is not None:
-                    try:
-                        action.stop = stop_requested(step, context, action.result)
-                    except Exception as exc:
-                        action.status = "failed"
-                        action.error = {"type": type(exc).__name__, "message": str(exc)}
-                        action.retryable = False
-                taken = change.complete(job, action)
-            elif isinstance(action, SpawnPlan):
-                taken = change.spawn(job, action)
-            elif isinstance(action, AgentPause):
-                change.park_for_tool_calls(job, action)
-                taken = []
-            elif isinstance(action, ChildWait):
-                taken = change.park_for_children(job, action)
-            else:
-                assert isinstance(action, ApprovalPlan)
-                change.park_for_approval(
-                    job,
-                    message=action.message,
-                    approvers=action.approvers,
-                    timeout=action.timeout,
-                    on_timeout=action.on_timeout,
-                    allow_self_approval=action.allow_self_approval,
-                )
-                taken = []
+            taken = self._apply(change, job, step, context, action)
             prepared = [
                 (t, self._prepare(tx, job=t, known=known_results(change.recorded, t.run_id)))
                 for t in taken
@@ -437,9 +413,50 @@ class Worker:
             self.on_run_ended()  # after the commit, so a waiter reads the end
         return taken
 
+    def _apply(
+        self,
+        change: Transition,
+        job: JobRow,
+        step: Step,
+        context: dict[str, Any],
+        action: Outcome | SpawnPlan | ApprovalPlan | ChildWait | WaitPlan,
+    ) -> list[JobRow]:
+        """Record what the step did, by kind; return the jobs handed to this worker."""
+        if isinstance(action, Outcome):
+            if action.status == "succeeded" and step.stop_after_if is not None:
+                try:
+                    action.stop = stop_requested(step, context, action.result)
+                except Exception as exc:
+                    action.status = "failed"
+                    action.error = {"type": type(exc).__name__, "message": str(exc)}
+                    action.retryable = False
+            taken = change.complete(job, action)
+        elif isinstance(action, SpawnPlan):
+            taken = change.spawn(job, action)
+        elif isinstance(action, AgentPause):
+            change.park_for_tool_calls(job, action)
+            taken = []
+        elif isinstance(action, ChildWait):
+            taken = change.park_for_children(job, action)
+        elif isinstance(action, WaitPlan):
+            taken = change.park_for_wait(job, action)
+            self._sweeper.expect(action.due_at)
+        else:
+            assert isinstance(action, ApprovalPlan)
+            change.park_for_approval(
+                job,
+                message=action.message,
+                approvers=action.approvers,
+                timeout=action.timeout,
+                on_timeout=action.on_timeout,
+                allow_self_approval=action.allow_self_approval,
+            )
+            taken = []
+        return taken
+
     async def _run_step(
         self, job: JobRow, step: Step, context: dict[str, Any], env: StepEnv
-    ) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait:
+    ) -> Outcome | SpawnPlan | ApprovalPlan | ChildWait | WaitPlan:
         """Execute the step; what it printed and is not stored yet joins its outcome.
 
         A step stopped on the way (its run cancelled, its lease lost, the
@@ -562,26 +579,6 @@ class Worker:
         pauses = {row.created_at for row in rows if row.kind == "tool_call"}
         # Each wait for tool calls' child runs ends in one more claim, at most one per child.
         return job.epoch - len(pauses) - len(children)
-
-    async def _listen_forever(self) -> None:
-        """Wake on PostgreSQL `NOTIFY`; reconnect when the connection drops."""
-        import psycopg
-
-        dsn = self.store.listen_dsn()
-        assert dsn is not None
-        while True:
-            try:
-                connection = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
-                async with connection:
-                    await connection.execute(f"LISTEN {self.store.channel}")
-                    self._wake.set()
-                    async for _ in connection.notifies():
-                        self._wake.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.debug("listen connection lost: %s", exc)
-            await asyncio.sleep(1.0)  # a cancel here stops the worker's listening, as anywhere
 
 
 def _claimed_at(taken: list[tuple[JobRow, Prepared]], sent: float) -> None:

@@ -341,7 +341,7 @@ CREATE TABLE tm_signals (
 CREATE UNIQUE INDEX tm_signals_dedupe ON tm_signals (workspace, path, name, dedupe_id)
     WHERE dedupe_id IS NOT NULL;
 CREATE INDEX tm_signals_kept ON tm_signals (workspace, path, name, key, id) WHERE taken_by IS NULL;
-CREATE INDEX tm_signals_expiry ON tm_signals (keep_until) WHERE taken_by IS NULL;
+CREATE INDEX tm_signals_expiry ON tm_signals (keep_until);
 
 -- A schedule's fires, one row per (schedule, fire time), written in the transaction
 -- that starts its run (or records it skipped): whoever inserts it first fires it.

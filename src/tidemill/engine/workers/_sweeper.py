@@ -1,0 +1,73 @@
+"""`Sweeper`: what a worker moves on when its time comes, with no polling per run.
+
+Pending approvals whose timeout passed are resolved by their `on_timeout`;
+steps whose sleep ended, or whose wait for an event reached its deadline,
+end (`Transition.wake_due`). One sweep is a couple of indexed reads however
+many runs wait, and the next sweep is timed to the earliest wait's end (at
+most `poll` seconds away, so waits parked by other workers are seen too).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from tidemill.engine.runs._scope import Definitions
+from tidemill.engine.runs._transition import Transition
+from tidemill.errors import StoreError
+from tidemill.store import Store, Tx
+
+__all__ = ["Sweeper"]
+
+log = logging.getLogger("tidemill.worker")
+
+
+class Sweeper:
+    """Sweeps a store's timed-out approvals and ended waits for one worker.
+
+    Args:
+        store: The store.
+        defs: The flow definitions the worker shares.
+        poll: The longest time between two sweeps (seconds).
+        batch: The most waits one sweep ends; when it ends that many, the
+            next sweep comes at once.
+    """
+
+    def __init__(self, store: Store, defs: Definitions, *, poll: float, batch: int = 200) -> None:
+        self.store = store
+        self.defs = defs
+        self.poll = poll
+        self.batch = batch
+        self._at = 0.0  # monotonic time of the next sweep
+
+    def due(self) -> bool:
+        """Whether it is time to sweep."""
+        return time.monotonic() >= self._at
+
+    def seconds_left(self) -> float:
+        """Seconds until the next sweep is due (0 when it is)."""
+        return max(0.0, self._at - time.monotonic())
+
+    def expect(self, due_at: float | None) -> None:
+        """A wait ending at `due_at` (epoch seconds) was parked here: sweep by then."""
+        if due_at is not None:
+            self._at = min(self._at, time.monotonic() + max(0.0, due_at - time.time()))
+
+    async def sweep(self) -> bool:
+        """Sweep once; True when it moved a run on (jobs may be queued)."""
+
+        def sweep(tx: Tx) -> tuple[int, float | None, bool]:
+            change = Transition(tx, self.defs, time.time())
+            expired = change.expire_approvals()
+            woken = change.wake_due(self.batch)
+            return woken, tx.next_wait_due(), bool(expired or woken)
+
+        try:
+            woken, next_due, moved = await self.store.transact(sweep)
+        except StoreError as exc:
+            log.warning("sweep failed, will retry: %s", exc)
+            self._at = time.monotonic() + self.poll
+            return False
+        wait = self.poll if next_due is None else min(self.poll, next_due - time.time())
+        self._at = time.monotonic() + (0.0 if woken >= self.batch else max(0.0, wait))
+        return moved
