@@ -151,8 +151,8 @@ def test_problems_in_sub_flow_files(tmp_path: Path) -> None:
             "y",
             "kind",
             "in the sub-flow of step 'a' (broken.yaml): the step has no kind; "
-            "set one of script, flow, branch, parallel, for_each, approval, identity, "
-            "ai_action, ai_agent",
+            "set one of script, flow, branch, parallel, for_each, approval, sleep, "
+            "wait_for_event, identity, ai_action, ai_agent",
         ),
     ]
 

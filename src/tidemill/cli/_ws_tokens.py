@@ -1,9 +1,10 @@
-"""`tidemill ws tokens create|list|revoke` and `tidemill ws password`: signing in to the server."""
+"""`tidemill ws tokens create|create-hook|list|revoke` and `tidemill ws password`: signing in."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import time
 
 from tidemill.cli._ws_people import Actions, add_ws_options, handler, open_workspace, read_secret
@@ -28,6 +29,25 @@ def register_tokens(actions: Actions) -> None:
     sub.add_argument(
         "--days", type=float, default=90.0, metavar="N",
         help="how long it lives (default: 90; 0: it never expires)",
+    )  # fmt: skip
+    add_ws_options(sub, json_output=True)
+    sub = handler(
+        tokens.add_parser("create-hook", help="make a token that starts one flow by webhook"),
+        _create_hook,
+    )
+    sub.description = (
+        "Make a token whose only scope is hooks:write:PATH: it may start the flow at PATH by "
+        "POST /hooks/PATH, and do nothing else. Its text is printed once, with a curl line."
+    )
+    sub.add_argument("path", metavar="PATH", help="the flow's path, e.g. f/support/triage")
+    sub.add_argument("--name", default=None, help="what it is for (default: webhook PATH)")
+    sub.add_argument(
+        "--days", type=float, default=0.0, metavar="N",
+        help="how long it lives (default: 0, it never expires)",
+    )  # fmt: skip
+    sub.add_argument(
+        "--url", default="http://127.0.0.1:8000", metavar="URL",
+        help="the server's address, for the curl line (default: http://127.0.0.1:8000)",
     )  # fmt: skip
     add_ws_options(sub, json_output=True)
     sub = handler(tokens.add_parser("list", help="your tokens (never their text)"), _list)
@@ -56,6 +76,25 @@ def _create(args: argparse.Namespace) -> int:
     else:
         print(made.text)
         print(f"# {made.token.prefix}: shown once; send it as Authorization: Bearer <token>")
+    return 0
+
+
+def _create_hook(args: argparse.Namespace) -> int:
+    seconds = None if args.days == 0 else args.days * 86400
+    with open_workspace(args) as ws:
+        made = ws.create_hook_token(args.path, name=args.name, expires_in=seconds)
+    url = f"{args.url.rstrip('/')}/hooks/{args.path}"
+    curl = (
+        f"curl -X POST {shlex.quote(url)} -H {shlex.quote('Authorization: Bearer ' + made.text)} "
+        "-H 'Content-Type: application/json' -d '{}'"
+    )
+    if args.json:
+        print(json.dumps({"token": made.text, "prefix": made.token.prefix, "id": made.token.id,
+                          "url": url, "curl": curl}))  # fmt: skip
+    else:
+        print(made.text)
+        print(f"# {made.token.prefix}: shown once; it may only start {args.path}. Call it with:")
+        print(curl)
     return 0
 
 

@@ -54,9 +54,10 @@ __all__ = [
 MIN_PASSWORD = 10
 """The fewest characters a password may have."""
 
-DOMAINS = ("items", "runs", "approvals", "people", "audit", "proxy")
+DOMAINS = ("items", "runs", "approvals", "people", "audit", "proxy", "hooks")
 """What a scope can be about: workspace items (and variables), runs, approvals and
-the other waits, users/groups/folders/grants, the audit log, the proxy's models."""
+the other waits, users/groups/folders/grants, the audit log, the proxy's models,
+and webhooks (`hooks:write:<path>`: start the flow at that path by `POST /hooks/<path>`)."""
 
 _ACTIONS = ("read", "write")
 TokenKind = Literal["pat", "session"]

@@ -31,7 +31,7 @@ from tidemill.workspace._credentials import (
     parse_token,
     verify_password,
 )
-from tidemill.workspace._paths import check_name
+from tidemill.workspace._paths import ItemPath, check_name
 from tidemill.workspace._queries import Queries
 from tidemill.workspace._session import DEFAULT_WORKSPACE, Context, Session
 from tidemill.workspace._values import InvalidValue
@@ -167,6 +167,54 @@ class SignInMethods(Session):
                 ctx.q.tx, ctx.q.ws, "pat", ctx.principal.name, label, texts, ctx.now, until
             )
             ctx.audit("token.create", None, token=made.token.prefix, scopes=texts)
+            return made
+
+        return await self.transact(put)
+
+    async def create_hook_token(
+        self, path: str, *, name: str | None = None, expires_in: float | None = None
+    ) -> NewToken:
+        """Make a token that may only start the flow at `path` by webhook (`POST /hooks/<path>`).
+
+        Its one scope is `hooks:write:<path>`, that path exactly: it reads
+        nothing, and starts no other flow. The run it starts runs as the
+        principal, who must be allowed to run the flow (the viewer role on it)
+        now and when each call comes.
+
+        Args:
+            path: The flow's path, e.g. `f/support/triage`.
+            name: What it is for, shown when tokens are listed (default: `webhook <path>`).
+            expires_in: Its lifetime in seconds; None: it never expires.
+
+        Raises:
+            ItemNotFound: No flow at `path` the principal may run.
+            InvalidValue: `path` is no workspace path, or the lifetime is not positive.
+            PermissionDenied: The principal is disabled.
+        """
+        path = str(ItemPath.parse(path))
+        if expires_in is not None and not expires_in > 0:
+            raise InvalidValue(
+                f"A token's lifetime must be positive, not {expires_in} seconds.",
+                hint="Give a number of seconds, or None for a token that never expires.",
+            )
+        scope = f"hooks:write:{path}"
+        label = (name or f"webhook {path}").strip()[:200]
+
+        def put(ctx: Context) -> NewToken:
+            ctx.rules.check_active("make tokens")
+            stored = ctx.q.item(path) if ctx.rules.allows("read", path) else None
+            if stored is None or stored.item.deleted or stored.item.kind != "flow":
+                raise ItemNotFound(
+                    f"No flow at {path} that {ctx.principal.name} may run: "
+                    "a webhook token is made for a deployed flow.",
+                    hint=f"List the flows: tidemill ws list {path.rsplit('/', 1)[0]} --kind flow",
+                    context={"path": path},
+                )
+            until = None if expires_in is None else ctx.now + expires_in
+            made = _insert(
+                ctx.q.tx, ctx.q.ws, "pat", ctx.principal.name, label, [scope], ctx.now, until
+            )
+            ctx.audit("token.create", path, token=made.token.prefix, scopes=[scope])
             return made
 
         return await self.transact(put)

@@ -10,6 +10,7 @@ from tidemill.server.routes import (
     _copilot,
     _drafts,
     _events,
+    _hooks,
     _items,
     _items_sync,
     _people,
@@ -34,4 +35,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     _events.router,
     _approvals.router,
     _copilot.router,
+    _hooks.router,
 )

@@ -369,3 +369,4 @@ CREATE TABLE tm_hook_keys (
     created_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (workspace, path, key)
 );
+CREATE INDEX tm_hook_keys_age ON tm_hook_keys (created_at);

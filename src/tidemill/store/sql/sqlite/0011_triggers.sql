@@ -64,5 +64,6 @@ CREATE TABLE tm_hook_keys (
     run_id     TEXT NOT NULL,
     created_at REAL NOT NULL,
     PRIMARY KEY (workspace, path, key)
-)
+);
+CREATE INDEX tm_hook_keys_age ON tm_hook_keys (created_at)
 ;
