@@ -26,6 +26,7 @@ PUBLIC_MODULES = [
     "tidemill.flows",
     "tidemill.store",
     "tidemill.engine",
+    "tidemill.engine.triggers",
     "tidemill.workspace",
     "tidemill.server",
     "tidemill.copilot",

@@ -57,6 +57,9 @@ MAX_FLOW = {
 }
 
 
+SCHEDULES = sorted(f"f/lab/{kind}-{p}" for kind in ("paused", "sched") for p in PRINCIPALS)
+"""The schedules of f/lab besides f/lab/nightly: one to pause and one to resume per principal."""
+
 AGENT_WITH_FLOW_TOOL = {"model": "fake", "tools": [{"name": "greet", "flow": "f/team/flow"}]}
 """An agent whose tool is the team's flow: reading it in needs the viewer role on it."""
 
@@ -232,7 +235,25 @@ READS = [
          "ok ok ok denied denied"),
     Case("record_run of ada's plan", lambda ws, e: ws.record_run(f"run-{e.p}", e.plan),
          "ok denied denied denied denied"),
+    # Sending an event to a flow's runs: asked like running it.
+    Case("check_event_target", lambda ws, e: ws.check_event_target("f/team/flow"),
+         "ok ok ok hidden hidden"),
+    Case("check_event_target of a script", lambda ws, e: ws.check_event_target("f/team/script"),
+         "hidden hidden hidden hidden hidden"),
+    Case("check_event_target no path", lambda ws, e: ws.check_event_target(None),
+         "ok denied denied denied denied"),
+    Case("record_event_sent", lambda ws, e: ws.record_event_sent("f/team/flow", name="paid"),
+         "ok ok ok hidden hidden"),
+    Case("record_event_sent no path", lambda ws, e: ws.record_event_sent(None, name="paid"),
+         "ok denied denied denied denied"),
     # Through a reference, and a reference inside a resource.
+    # Schedules (in f/lab: ada's, of f/lab/script).
+    Case("schedules", lambda ws, e: ws.schedules("f/lab/"),
+         "ok ok ok empty empty"),
+    Case("schedule", lambda ws, e: ws.schedule("f/lab/nightly"),
+         "ok ok ok hidden hidden"),
+    Case("schedule_fires", lambda ws, e: ws.schedule_fires("f/lab/nightly"),
+         "ok ok ok hidden hidden"),
     Case("resolve $res:f/team/openai", lambda ws, e: ws.resolve("$res:f/team/openai"),
          "ok ok ok unresolved unresolved"),
     Case("resolve $var:f/team/key", lambda ws, e: ws.resolve("$var:f/team/key"),
@@ -285,6 +306,10 @@ WRITES = [
          "ok ok denied hidden hidden"),
     Case("unlink_step", lambda ws, e: ws.unlink_step(f"f/lab/linked-{e.p}", "a"),
          "ok ok denied hidden hidden"),
+    Case("pause_schedule", lambda ws, e: ws.pause_schedule(f"f/lab/sched-{e.p}"),
+         "ok ok denied denied denied"),
+    Case("resume_schedule", lambda ws, e: ws.resume_schedule(f"f/lab/paused-{e.p}"),
+         "ok ok denied denied denied"),
     Case("restore", lambda ws, e: ws.restore("f/lab/script", 1),
          "ok ok denied denied denied"),
     Case("clear_history", lambda ws, e: ws.clear_history("f/lab/clear"),
@@ -326,6 +351,11 @@ WRITES = [
          "ok denied denied denied denied"),
     Case("create_token", lambda ws, e: ws.create_token("ci", scopes=["runs:read"]),
          "ok ok ok ok denied"),
+    # A webhook token: for a flow the principal may run (the viewer role on it).
+    Case("create_hook_token", lambda ws, e: ws.create_hook_token("f/team/flow"),
+         "ok ok ok hidden denied"),
+    Case("create_hook_token u/max/flow", lambda ws, e: ws.create_hook_token("u/max/flow"),
+         "ok hidden hidden ok denied"),
     Case("tokens", lambda ws, e: ws.tokens(),
          "ok ok ok ok denied"),
     Case("tokens of another user", lambda ws, e: ws.tokens(user="tgt"),
@@ -352,6 +382,8 @@ CHECKS: dict[str, Check] = {
     "run_plan": check_plan,
     "run_plan draft=True": check_draft_plan,
     "run_plan u/max/flow": lambda r, e: _eq(r.source["items"], {"f/team/script": 2}),
+    "check_event_target": lambda r, e: _eq(r, "f/team/flow"),
+    "check_event_target no path": lambda r, e: _eq(r, ""),
     "resolve $res:f/team/openai": lambda r, e: _eq(r.value, {"api_key": e.secret}),
     "resolve $var:f/team/key": lambda r, e: _eq((r.value, r.secrets), (e.secret, {e.secret})),
     "resolve $var:f/team/region": lambda r, e: _eq(r.value, {"r": "eu-west-1"}),
@@ -362,12 +394,22 @@ CHECKS: dict[str, Check] = {
     "folders": lambda r, e: _contains(names(r), ["lab", "team"]),
     "acting_as": lambda r, e: _eq(r.name, "tgt"),
     "create_token": lambda r, e: _eq((r.token.user, r.token.scopes), (e.p, ("runs:read",))),
+    "create_hook_token": lambda r, e: _eq(
+        (r.token.user, r.token.scopes, r.token.expires_at),
+        (e.p, ("hooks:write:f/team/flow",), None),
+    ),
+    "create_hook_token u/max/flow": lambda r, e: _eq(r.token.scopes, ("hooks:write:u/max/flow",)),
     "revoke_token": lambda r, e: _eq((r.user, r.revoked_at is not None), (e.p, True)),
     "write": lambda r, e: _eq(r.updated_by, e.p),
     "restore": lambda r, e: _eq(r.value, SCRIPT),
     "save_draft": lambda r, e: _eq(r.owner, e.p),
     "lint_flow": lambda r, e: _eq(r, []),
     "deploy": lambda r, e: _eq((r.value, r.updated_by), (SCRIPT, e.p)),
+    "schedules": lambda r, e: _eq(paths(r), ["f/lab/nightly", *SCHEDULES]),
+    "schedule": lambda r, e: _eq((r.owner, r.spec.target), ("ada", "f/lab/script")),
+    "schedule_fires": lambda r, e: _eq(r, []),
+    "pause_schedule": lambda r, e: _eq((r.spec.enabled, r.owner), (False, e.p)),
+    "resume_schedule": lambda r, e: _eq((r.spec.enabled, r.owner), (True, e.p)),
 }
 EMPTY_CHECKS: dict[str, Check] = {
     "list f/team/": no_team,
@@ -375,6 +417,7 @@ EMPTY_CHECKS: dict[str, Check] = {
     "list deleted": no_team,
     "search": no_team,
     "folders": lambda r, e: _eq(names(r), []),
+    "schedules": lambda r, e: _eq(r, []),
 }
 
 
@@ -422,6 +465,11 @@ def _fill(ada: Workspace, secret: str) -> RunPlan:
         ada.write(f"f/lab/agentflow-{name}", "flow", {"steps": [step]})
         linked = {**step, "ai_agent": {"agent": "f/lab/agent0"}}
         ada.write(f"f/lab/linked-{name}", "flow", {"steps": [linked]})
+    nightly = {"cron": "0 2 * * *", "target": "f/lab/script"}
+    ada.write("f/lab/nightly", "schedule", nightly)
+    for name in PRINCIPALS:
+        ada.write(f"f/lab/sched-{name}", "schedule", nightly)
+        ada.write(f"f/lab/paused-{name}", "schedule", {**nightly, "enabled": False})
     ada.write("f/team/old", "script", SCRIPT)
     ada.delete("f/team/old")
     ada.write("u/max/notes", "variable", "max's notes")

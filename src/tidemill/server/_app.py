@@ -1,7 +1,8 @@
-"""`create_app`: the server as an ASGI app (FastAPI), with its engine, workspace and worker."""
+"""`create_app`: the server as an ASGI app (FastAPI): engine, workspace, worker, scheduler."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -9,7 +10,8 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 
 from tidemill._version import __version__
-from tidemill.engine import AsyncEngine, Metrics
+from tidemill.engine import AsyncEngine, Metrics, Worker
+from tidemill.engine.triggers import Scheduler
 from tidemill.errors import ConfigurationError, PermissionDenied
 from tidemill.server._config import ServerConfig
 from tidemill.server._errors import document_errors, install_error_handlers
@@ -66,6 +68,27 @@ async def open_state(config: ServerConfig, engine: AsyncEngine | None = None) ->
     return Started(state, user if fresh else None)
 
 
+@contextlib.asynccontextmanager
+async def _scheduling(
+    state: ServerState, config: ServerConfig, worker: Worker | None
+) -> AsyncIterator[Scheduler]:
+    """One `Scheduler` for the server's workspace while the app runs (servers may race)."""
+    engine = state.engine
+    scheduler = Scheduler(
+        engine.store,
+        engine.defs,
+        workspace_name=config.workspace,
+        on_fired=None if worker is None else worker.wake,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(scheduler.run(stop))
+    try:
+        yield scheduler
+    finally:
+        stop.set()
+        await task
+
+
 def create_app(
     config: ServerConfig | None = None,
     *,
@@ -87,15 +110,18 @@ def create_app(
         app.state.first_admin = started.first_admin
         try:
             async with contextlib.AsyncExitStack() as stack:
+                worker = None
                 if config.worker:
-                    await stack.enter_async_context(
+                    worker = await stack.enter_async_context(
                         state.engine.worker(
                             config.concurrency,
                             metrics=state.metrics,
                             lease=config.lease,
                             models=config.models,
+                            schedules=False,  # the server's own scheduler fires its workspace's
                         )
                     )
+                await stack.enter_async_context(_scheduling(state, config, worker))
                 yield
         finally:
             if engine is None:

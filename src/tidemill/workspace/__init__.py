@@ -1,7 +1,7 @@
 """The workspace: everything a team shares, at a path, versioned, with permissions and secrets.
 
 Items live at `u/<user>/<name>` and `f/<folder>/<name>`: scripts, flows,
-resources, variables and resource types. Scripts, flows and resources keep
+resources, variables, resource types and schedules. Scripts, flows and resources keep
 every version; drafts are per user; folders grant roles to users and groups;
 secret variables are encrypted at rest; every change is audited. Every
 operation is asked as one principal (`AsyncWorkspace(..., user=...)`), and the
@@ -52,6 +52,7 @@ from tidemill.workspace._permissions import Action, Permissions
 from tidemill.workspace._queries import record_audit
 from tidemill.workspace._references import Resolved, has_references
 from tidemill.workspace._resource_types import BUILTIN_TYPES, ResourceType, builtin_type
+from tidemill.workspace._schedules import ScheduleFire, ScheduleInfo
 from tidemill.workspace._search import SearchHit
 from tidemill.workspace._session import DEFAULT_WORKSPACE, local_user
 from tidemill.workspace._sign_in import Authenticator
@@ -96,6 +97,8 @@ __all__ = [
     "ResourceType",
     "Role",
     "RunPlan",
+    "ScheduleFire",
+    "ScheduleInfo",
     "Scope",
     "SearchHit",
     "SecretKeyError",

@@ -17,6 +17,8 @@
   for the writer (below: at once, or at the end of a push).
 - A variable is text; a secret one is encrypted with the workspace's data key.
 - A resource type is a JSON Schema.
+- A schedule is a `Schedule` whose target and handlers its writer may run
+  (`tidemill.workspace._schedule_content`): it runs as whoever saved it last.
 
 An `ai_agent` resource names workspace items through its tools: the flows
 of `flow` tools (`flow: f/...`), the scripts of `script` tools
@@ -59,6 +61,7 @@ from tidemill.workspace._models import Draft, ItemKind
 from tidemill.workspace._paths import ItemPath
 from tidemill.workspace._references import REFERENCE
 from tidemill.workspace._resource_types import builtin_type
+from tidemill.workspace._schedule_content import check_targets, schedule_spec, stored_form
 from tidemill.workspace._scripts import script_metadata
 from tidemill.workspace._session import Context
 from tidemill.workspace._values import (
@@ -82,7 +85,7 @@ __all__ = [
     "run_deferred",
 ]
 
-VERSIONED: frozenset[ItemKind] = frozenset({"script", "flow", "resource"})
+VERSIONED: frozenset[ItemKind] = frozenset({"script", "flow", "resource", "schedule"})
 """The kinds whose every write appends a version."""
 
 
@@ -173,6 +176,11 @@ def prepare(
         if not isinstance(value, str):
             raise InvalidValue(f"{path}: a variable's value is text.")
         return Content(kind, value, summary or "", description or "", secret=secret)
+    if kind == "schedule":
+        spec = schedule_spec(path, value)
+        later(ctx, path, lambda: check_targets(ctx, path, spec))
+        shown = f"{spec.target} at `{spec.cron}` ({spec.timezone})"
+        return Content(kind, stored_form(spec), _given(summary, shown), description or "")
     if kind == "resource_type":
         check_resource_type_schema(value)
         return Content(kind, value, summary or str(value.get("title", "")), description or "")

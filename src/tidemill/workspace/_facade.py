@@ -38,7 +38,7 @@ class Workspace:
     `discard_draft`, `deploy`, `linked_drafts`, `lint_flow`), people (`whoami`,
     `add_user`, `set_user`, `users`, `add_group`, `delete_group`, `set_member`, `groups`,
     `add_folder`, `set_folder`, `folders`, `grant`, `audit`, `rotate_key`), signing in
-    (`set_password`, `create_token`, `tokens`, `revoke_token`),
+    (`set_password`, `create_token`, `create_hook_token`, `tokens`, `revoke_token`),
     directories (`pull`, `push`) and what the engine asks (`run_plan`,
     `record_run`, `resolve`, `inline_agent`).
 
@@ -96,8 +96,16 @@ class Workspace:
     rotate_key = _blocking(AsyncWorkspace.rotate_key)
     set_password = _blocking(AsyncWorkspace.set_password)
     create_token = _blocking(AsyncWorkspace.create_token)
+    create_hook_token = _blocking(AsyncWorkspace.create_hook_token)
     tokens = _blocking(AsyncWorkspace.tokens)
     revoke_token = _blocking(AsyncWorkspace.revoke_token)
+    schedules = _blocking(AsyncWorkspace.schedules)
+    schedule = _blocking(AsyncWorkspace.schedule)
+    pause_schedule = _blocking(AsyncWorkspace.pause_schedule)
+    resume_schedule = _blocking(AsyncWorkspace.resume_schedule)
+    schedule_fires = _blocking(AsyncWorkspace.schedule_fires)
+    check_event_target = _blocking(AsyncWorkspace.check_event_target)
+    record_event_sent = _blocking(AsyncWorkspace.record_event_sent)
     run_plan = _blocking(AsyncWorkspace.run_plan)
     record_run = _blocking(AsyncWorkspace.record_run)
     resolve = _blocking(AsyncWorkspace.resolve)

@@ -26,10 +26,17 @@ __all__ = [
     "Version",
 ]
 
-ItemKind = Literal["script", "flow", "resource", "variable", "resource_type"]
+ItemKind = Literal["script", "flow", "resource", "variable", "resource_type", "schedule"]
 """What an item is."""
 
-KINDS: tuple[ItemKind, ...] = ("script", "flow", "resource", "variable", "resource_type")
+KINDS: tuple[ItemKind, ...] = (
+    "script",
+    "flow",
+    "resource",
+    "variable",
+    "resource_type",
+    "schedule",
+)
 
 Role = Literal["viewer", "writer", "admin"]
 """A role on a folder or an item: viewers read and run, writers change, admins grant."""

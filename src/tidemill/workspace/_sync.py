@@ -127,6 +127,7 @@ _ORDER: dict[ItemKind, int] = {
     "script": 2,
     "resource": 3,
     "flow": 4,
+    "schedule": 5,
 }
 """The order in which a push writes the kinds: what may be named before what names it."""
 

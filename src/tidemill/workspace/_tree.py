@@ -90,7 +90,7 @@ MAX_FILE_BYTES = 1024 * 1024  # Files bigger than this (1 MiB) are refused.
 
 FOLDER_META = "folder.meta.yaml"
 AGENT_TYPE = "ai_agent"
-_YAMLKINDS = ("flow", "resource", "variable", "resource_type", "agent")
+_YAMLKINDS = ("flow", "resource", "variable", "resource_type", "agent", "schedule")
 _SUFFIXES = {".py": "script", **{f".{kind}.yaml": kind for kind in _YAMLKINDS}}
 _TEXT_KEYS = ("summary", "description")
 _BAD_NAME = "{!r} is not a valid name: use 1 to 64 of a-z, 0-9, '_', '-', first a letter or digit"
@@ -326,6 +326,7 @@ _READERS: dict[str, Callable[[_Doc, str], TreeItem]] = {
     "resource_type": lambda doc, path: TreeItem(
         kind="resource_type", value=doc.mapping("schema"), **doc.common(path)
     ),
+    "schedule": lambda doc, path: TreeItem(kind="schedule", value=doc.rest(), **doc.common(path)),
 }
 
 

@@ -30,6 +30,7 @@ from tidemill.errors import ItemNotFound, PermissionDenied
 from tidemill.flows import Flow, Step
 from tidemill.flows._load import flow_from_data
 from tidemill.store import Tx
+from tidemill.workspace._events import EventMethods
 from tidemill.workspace._includes import WorkspaceIncludes
 from tidemill.workspace._items import ItemMethods
 from tidemill.workspace._linking import LinkingMethods
@@ -37,6 +38,7 @@ from tidemill.workspace._lint import LintMethods
 from tidemill.workspace._paths import ItemPath, check_name
 from tidemill.workspace._people import PeopleMethods
 from tidemill.workspace._references import Resolved, resolve_references
+from tidemill.workspace._schedules import ScheduleMethods, script_flow
 from tidemill.workspace._session import Context
 from tidemill.workspace._sign_in import SignInMethods
 from tidemill.workspace._sync import SyncMethods
@@ -58,7 +60,14 @@ class RunPlan:
 
 
 class AsyncWorkspace(
-    ItemMethods, LintMethods, LinkingMethods, PeopleMethods, SignInMethods, SyncMethods
+    ItemMethods,
+    LintMethods,
+    LinkingMethods,
+    PeopleMethods,
+    SignInMethods,
+    SyncMethods,
+    ScheduleMethods,
+    EventMethods,
 ):
     """A workspace in a store, as one principal: see `Session` for the arguments.
 
@@ -108,14 +117,22 @@ class AsyncWorkspace(
         other._ready = self._ready
         return other
 
-    async def run_plan(self, path: str, *, draft: bool = False) -> RunPlan:
+    async def run_plan(
+        self, path: str, *, draft: bool = False, inputs: Mapping[str, Any] | None = None
+    ) -> RunPlan:
         """The flow to run for `path`, as the principal (who needs the viewer role).
 
+        A workspace script at `path` runs as a one-step flow of it
+        (`script_flow`): its input schema is the script's, and `main` gets
+        the inputs named in `inputs` (a schedule's), each from the run's input.
+
         Args:
-            path: The flow's path.
+            path: The flow's (or script's) path.
             draft: Run the principal's drafts (a preview): of the flow, where
                 the principal has one, and of the workspace scripts and flows
                 it names, where it has them; the rest as deployed.
+            inputs: For a script: the inputs its runs pass to `main` (only
+                their names matter here; each run gives the values).
 
         Raises:
             ItemNotFound: No flow (or draft) there that the principal may read.
@@ -133,15 +150,21 @@ class AsyncWorkspace(
                 raise missing
             version = 0
             found = ctx.q.draft(path, ctx.principal.name) if draft else None
-            if found is not None and found.kind != "flow":
+            if found is not None and found.kind not in ("flow", "script"):
                 found = None
             if found is not None:
-                document = found.value
+                kind, document = found.kind, found.value
             else:
                 stored = ctx.q.item(path)
-                if stored is None or stored.item.deleted or stored.item.kind != "flow":
+                if (
+                    stored is None
+                    or stored.item.deleted
+                    or stored.item.kind not in ("flow", "script")
+                ):
                     raise missing
-                document, version = stored.item.value, stored.item.version
+                kind, document, version = stored.item.kind, stored.item.value, stored.item.version
+            if kind == "script":
+                document = script_flow(path, document, inputs or {})
             includes = WorkspaceIncludes(ctx, drafts=draft)
             label = f"{path}@{'draft' if found is not None else version}"
             flow = Flow.from_dict(

@@ -1,0 +1,188 @@
+"""`Scheduler`: starts each fire of a workspace's schedules once, however many are running.
+
+Every fire is a row of `tm_schedule_fires`, keyed by (schedule, fire time),
+inserted with `ON CONFLICT DO NOTHING` in the transaction that creates its
+run: whichever scheduler inserts it first fires it, every other one moves
+on. Workers (`Worker(schedules=True)`, the default) and servers each run one;
+they may race freely.
+
+On each tick a scheduler re-reads the schedule items' paths and versions
+(one query; a changed item is parsed again), fires what is due, records the
+outcome of fired runs that ended (starting `on_failure` or `on_recovery`,
+`_handlers`), and answers when it next needs to look: the earliest next fire,
+or in `reread` seconds, whichever is sooner. `run` sleeps exactly that long,
+so a fire starts within milliseconds of its time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from tidemill.engine.runs._scope import Definitions
+from tidemill.engine.triggers._due import choose, due_fires
+from tidemill.engine.triggers._handlers import Handlers
+from tidemill.engine.triggers._known import Known, Schedules
+from tidemill.engine.triggers._start import Ready, prepare_run, start_run
+from tidemill.store import Store, Tx
+from tidemill.workspace import DEFAULT_WORKSPACE, AsyncWorkspace
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger("tidemill.scheduler")
+
+Rows = list[tuple[str, int, str, float, str]]
+
+
+class Scheduler:
+    """Fires the schedules of one workspace in a store, each fire exactly once.
+
+    Args:
+        store: The store the schedules, their fires and the runs are in.
+        defs: Flow definitions already parsed (shared with an engine or worker).
+        workspace_name: The workspace whose schedules it fires.
+        clock: The time (seconds since the epoch) fires are judged by; tests
+            pass a fake one. The runs it starts are stamped with the real time.
+        reread: Seconds between looks when no fire is due sooner: how soon a
+            new or edited schedule, and a fired run that ended, are seen.
+        on_fired: Called after a transaction that started runs (a worker in
+            this process claims them at once).
+
+    Examples:
+        >>> import asyncio
+        >>> from tidemill.engine import AsyncEngine
+        >>> from tidemill.engine.triggers import Scheduler
+        >>> async def main() -> float:
+        ...     async with AsyncEngine("sqlite:///:memory:", migrate=True) as engine:
+        ...         scheduler = Scheduler(engine.store, engine.defs, clock=lambda: 1000.0)
+        ...         return await scheduler.tick()  # no schedules: look again in a second
+        >>> asyncio.run(main())
+        1001.0
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        defs: Definitions,
+        *,
+        workspace_name: str = DEFAULT_WORKSPACE,
+        clock: Callable[[], float] = time.time,
+        reread: float = 1.0,
+        on_fired: Callable[[], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.defs = defs
+        self.workspace_name = workspace_name
+        self.clock = clock
+        self.reread = reread
+        self.on_fired = on_fired
+        self.schedules = Schedules()
+        self.fired = 0
+        """Fires this scheduler recorded (started, skipped or failed)."""
+        self._sessions: dict[str, AsyncWorkspace] = {}
+        self._handlers = Handlers(self)
+
+    def session(self, owner: str) -> AsyncWorkspace:
+        """The workspace as `owner`, whom a schedule runs as (no admin needed to act so)."""
+        found = self._sessions.get(owner)
+        if found is None:
+            found = AsyncWorkspace(
+                self.store, workspace=self.workspace_name, user=owner, create=False, migrate=False
+            )
+            self._sessions[owner] = found
+        return found
+
+    async def tick(self) -> float:
+        """Fire what is due now; return when to look next (seconds since the epoch)."""
+        now = self.clock()
+        await self._refresh()
+        for known in list(self.schedules.by_path.values()):
+            if known.cron is None:
+                known.advance(now)  # paused: its fires until now are not missed, just not due
+            elif known.next_at is not None and known.next_at <= now:
+                await self._fire_due(known, now)
+        await self._handlers.check()
+        soonest = self.schedules.next_at()
+        later = now + self.reread
+        return later if soonest is None else min(soonest, later)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick until `stop` is set, sleeping until each next look; survive store errors."""
+        while not stop.is_set():
+            try:
+                wake_at = await self.tick()
+            except Exception:  # the store was unreachable, say: log it, try again shortly
+                log.exception("the scheduler's tick failed; trying again")
+                wake_at = self.clock() + self.reread
+            delay = max(0.0, wake_at - self.clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+
+    async def _refresh(self) -> None:
+        ws = self.workspace_name
+
+        def read(tx: Tx) -> tuple[Rows, dict[str, float]]:
+            rows = tx.schedule_items(ws)
+            return rows, tx.last_fires(ws) if self.schedules.unknown(rows) else {}
+
+        rows, last = await self.store.transact(read)
+        self.schedules.update(rows, last)
+
+    async def _fire_due(self, known: Known, now: float) -> None:
+        cron, spec = known.cron, known.spec
+        assert cron is not None
+        assert spec is not None
+        due = due_fires(cron, known.cursor, now)
+        run, skip = choose(spec.catch_up, due, now=now)
+        if skip:
+            await self._record_skipped(known, skip)
+        for fire_at in run:
+            await self._fire(known, fire_at)
+        if due:
+            known.advance(due[-1])
+
+    async def _record_skipped(self, known: Known, fires: list[float]) -> None:
+        ws = self.workspace_name
+
+        def write(tx: Tx) -> int:
+            now = time.time()
+            return sum(
+                tx.insert_fire(
+                    ws, known.path, fire_at, status="skipped", version=known.version, now=now
+                )
+                for fire_at in fires
+            )
+
+        self.fired += await self.store.transact(write)
+
+    async def _fire(self, known: Known, fire_at: float) -> None:
+        """Start the run of one fire, or record why it could not start; once, whoever is first."""
+        spec = known.spec
+        assert spec is not None
+        ready = await prepare_run(self.session(known.owner), spec.target, spec.inputs)
+        ws = self.workspace_name
+
+        def write(tx: Tx) -> tuple[bool, str | None]:
+            now = time.time()
+            failed = ready if isinstance(ready, str) else None
+            status = "failed" if failed is not None else "started"
+            if not tx.insert_fire(
+                ws, known.path, fire_at, status=status, version=known.version, now=now, error=failed
+            ):
+                return False, None  # another scheduler fired it first
+            if not isinstance(ready, Ready):
+                return True, None
+            source = {"schedule": known.path, "fire_at": fire_at}
+            run = start_run(tx, self.defs, ready, now=now, source=source)
+            tx.set_fire_run(ws, known.path, fire_at, run.id)
+            return True, run.id
+
+        inserted, started = await self.store.transact(write)
+        self.fired += inserted
+        if isinstance(ready, str) and inserted:
+            log.warning("schedule %s could not fire at %s: %s", known.path, fire_at, ready)
+        if started is not None and self.on_fired is not None:
+            self.on_fired()
