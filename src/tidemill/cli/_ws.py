@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["is_workspace_target", "register", "run", "submit_flow"]
 
-_KINDS = ("script", "flow", "resource", "variable", "resource_type")
+_KINDS = ("script", "flow", "resource", "variable", "resource_type", "schedule")
 
 _EPILOG = """\
 examples:

@@ -22,6 +22,7 @@ from tidemill.engine._memory import memory_scope, memory_uuid
 from tidemill.engine._run_info import RunInfo, run_info
 from tidemill.engine._signalling import Signalling
 from tidemill.engine._step_journal import JournalEntry, journal_entries, read_step_journal
+from tidemill.engine.runs._lifecycle import concurrency_key
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.runs._waits import Wait, read_waits
 from tidemill.engine.workers._linked import recorded_agents
@@ -32,7 +33,7 @@ from tidemill.errors import (
     RunStateError,
     RunTimeout,
 )
-from tidemill.flows import Flow, compile_expression
+from tidemill.flows import Flow
 from tidemill.store import (
     FINISHED_RUN,
     JobRow,
@@ -164,7 +165,7 @@ class AsyncEngine(Deciding, Signalling, RunEvents):
         checked = [flow.validate_input(each) for each in inputs]
         digest, body = flow.digest(), flow.model_dump_json()
         limit = None if flow.concurrency is None else flow.concurrency.limit
-        keys = [self._concurrency_key(flow, digest, each) for each in checked]
+        keys = [concurrency_key(flow, digest, each) for each in checked]
         now = time.time()
         due = start_at.timestamp() if isinstance(start_at, datetime) else start_at
 
@@ -237,16 +238,6 @@ class AsyncEngine(Deciding, Signalling, RunEvents):
         if created:
             await workspace.record_run(run_id, plan)
         return run_id
-
-    @staticmethod
-    def _concurrency_key(flow: Flow, digest: str, flow_input: Mapping[str, Any]) -> str | None:
-        if flow.concurrency is None:
-            return None
-        key = f"flow:{flow.name or digest}"
-        if flow.concurrency.key:
-            value = compile_expression(flow.concurrency.key).evaluate({"flow_input": flow_input})
-            key = f"{key}:{value}"
-        return key
 
     async def get(self, run_id: str) -> RunInfo:
         """The run as it stands now."""

@@ -15,10 +15,21 @@ from tidemill.engine._ids import new_id
 from tidemill.engine.ai._child_runs import is_tool_child
 from tidemill.engine.runs._progress import Progress
 from tidemill.errors import RunNotFound, RunStateError
-from tidemill.flows import Flow
+from tidemill.flows import Flow, compile_expression
 from tidemill.store import FINISHED_RUN, JobRow, RunRow
 
-__all__ = ["Lifecycle"]
+__all__ = ["Lifecycle", "concurrency_key"]
+
+
+def concurrency_key(flow: Flow, digest: str, flow_input: Mapping[str, Any]) -> str | None:
+    """A new run's concurrency gate: its flow's (and `concurrency.key`'s value); None: none."""
+    if flow.concurrency is None:
+        return None
+    key = f"flow:{flow.name or digest}"
+    if flow.concurrency.key:
+        value = compile_expression(flow.concurrency.key).evaluate({"flow_input": flow_input})
+        key = f"{key}:{value}"
+    return key
 
 
 class Lifecycle(Progress):

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tidemill.engine.runs._lifecycle import concurrency_key
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.errors import StoreError, TidemillError
-from tidemill.flows import Flow, compile_expression
 from tidemill.store import RunRow, Tx
 from tidemill.workspace import AsyncWorkspace, RunPlan, record_audit
 
@@ -38,17 +38,6 @@ def describe(exc: TidemillError) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _concurrency_key(flow: Flow, digest: str, flow_input: Mapping[str, Any]) -> str | None:
-    """The run's concurrency gate, as `AsyncEngine.submit` keys it."""
-    if flow.concurrency is None:
-        return None
-    key = f"flow:{flow.name or digest}"
-    if flow.concurrency.key:
-        value = compile_expression(flow.concurrency.key).evaluate({"flow_input": flow_input})
-        key = f"{key}:{value}"
-    return key
-
-
 async def prepare_run(
     workspace: AsyncWorkspace, path: str, inputs: Mapping[str, Any]
 ) -> Ready | str:
@@ -62,7 +51,7 @@ async def prepare_run(
         plan = await workspace.run_plan(path, inputs=inputs)
         flow_input = plan.flow.validate_input(inputs)
         digest, body = plan.flow.digest(), plan.flow.model_dump_json()
-        key = _concurrency_key(plan.flow, digest, flow_input)
+        key = concurrency_key(plan.flow, digest, flow_input)
     except StoreError:
         raise
     except TidemillError as exc:

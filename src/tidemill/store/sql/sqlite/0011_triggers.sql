@@ -39,6 +39,9 @@ CREATE UNIQUE INDEX tm_signals_dedupe ON tm_signals (workspace, path, name, dedu
 CREATE INDEX tm_signals_kept ON tm_signals (workspace, path, name, key, id) WHERE taken_by IS NULL;
 CREATE INDEX tm_signals_expiry ON tm_signals (keep_until);
 
+-- The workspace's schedules, read by every scheduler each second or two.
+CREATE INDEX tm_ws_items_kind ON tm_ws_items (workspace, kind) WHERE deleted_at IS NULL;
+
 -- A schedule's fires, one row per (schedule, fire time), written in the transaction
 -- that starts its run (or records it skipped): whoever inserts it first fires it.
 CREATE TABLE tm_schedule_fires (
