@@ -9,7 +9,9 @@ Examples:
     >>> due = due_fires(every_second, 100.0, 105.0)
     >>> due
     [101.0, 102.0, 103.0, 104.0, 105.0]
-    >>> choose("latest", due, now=105.0)
+    >>> choose("latest", due, now=105.0)  # late by at most ON_TIME: each runs
+    ([101.0, 102.0, 103.0, 104.0, 105.0], [])
+    >>> choose("latest", due, now=120.0)  # missed: the most recent runs
     ([105.0], [101.0, 102.0, 103.0, 104.0])
     >>> choose("skip", due, now=120.0)
     ([], [101.0, 102.0, 103.0, 104.0, 105.0])
@@ -57,20 +59,24 @@ def choose(
 ) -> tuple[list[float], list[float]]:
     """(the fires to run, oldest first; the fires to record skipped) of those `due`.
 
-    - `latest`: the most recent runs (on time or not), the others are skipped;
-    - `all`: each runs, up to `Schedule.CATCH_UP_ALL_LIMIT` (the most recent ones);
-    - `skip`: only a fire still on time (`ON_TIME`) runs; the missed ones are skipped.
+    A fire at most `ON_TIME` seconds old is on time, and runs whatever the
+    policy (a busy scheduler is late, not down). The older ones were missed
+    while nothing ran, and the policy says which of them run:
+
+    - `latest`: the most recent missed one, unless a fire on time runs; the
+      others are skipped;
+    - `all`: each, up to `Schedule.CATCH_UP_ALL_LIMIT` (the most recent ones);
+    - `skip`: none.
     """
-    fires = list(due)
-    if not fires:
-        return [], []
+    on_time = [fire for fire in due if now - fire <= ON_TIME]
+    missed = [fire for fire in due if now - fire > ON_TIME]
     if catch_up == "latest":
-        return fires[-1:], fires[:-1]
-    if catch_up == "all":
-        limit = Schedule.CATCH_UP_ALL_LIMIT
-        return fires[-limit:], fires[:-limit]
-    if catch_up == "skip":
-        if now - fires[-1] <= ON_TIME:
-            return fires[-1:], fires[:-1]
-        return [], fires
-    assert_never(catch_up)
+        run = missed[-1:] if not on_time else []
+    elif catch_up == "all":
+        run = missed[-Schedule.CATCH_UP_ALL_LIMIT :]
+    elif catch_up == "skip":
+        run = []
+    else:
+        assert_never(catch_up)
+    ran = set(run)
+    return run + on_time, [fire for fire in missed if fire not in ran]
