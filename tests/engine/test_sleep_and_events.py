@@ -304,3 +304,27 @@ async def test_three_workers_wake_each_sleep_once(store_url: str) -> None:
     finally:
         for engine in engines:
             await engine.close()
+
+
+async def test_steps_wait_inside_loops_and_sub_flows(engine: AsyncEngine) -> None:
+    nested = Flow.model_validate(
+        {"inputs": ORDER_INPUT, "steps": [
+            {"id": "each", "for_each": {"items": [1, 2, 3], "parallelism": 3, "steps": [
+                {"id": "nap", "sleep": {"for": 0.3}}]}},
+            {"id": "sub", "flow": {"flow": {"inputs": ORDER_INPUT, "steps": [EVENT]}},
+             "inputs": {"order": {"expr": "flow_input.order"}}},
+        ]}
+    )  # fmt: skip
+    async with engine.worker(poll=0.2):
+        run_id = await engine.submit(nested, {"order": "H-1"})
+        for _ in range(500):
+            found = [w for top in await engine.waits(run_id) for w in top.walk()]
+            if any(w.kind == "event" for w in found):
+                break
+            await asyncio.sleep(0.02)
+        (event,) = [w for w in found if w.kind == "event"]
+        assert event.step == "sub/paid"
+        assert (await engine.get(run_id)).status == "waiting"
+        sent = await engine.send_event("order_paid", "H-1", {"ok": True})
+        assert sent.delivered_to == (run_id,)  # the top-level run it woke
+        assert await engine.wait(run_id, timeout=30) == {"ok": True}

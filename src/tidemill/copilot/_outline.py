@@ -22,19 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from tidemill.flows import Step
+
 __all__ = ["STEP_KINDS", "find_step", "outline"]
 
-STEP_KINDS = (
-    "script",
-    "flow",
-    "branch",
-    "parallel",
-    "for_each",
-    "approval",
-    "identity",
-    "ai_action",
-    "ai_agent",
-)
+STEP_KINDS = Step.KINDS
 """The keys that say what a step does: a step has exactly one."""
 
 

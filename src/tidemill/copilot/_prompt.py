@@ -26,6 +26,10 @@ script;
 that flow's input;
 - `approval: {message: ..., approvers: [...], timeout: 3d}` pauses the run until a \
 person approves or rejects; it survives restarts and may wait for days;
+- `sleep: {for: 3d}` (or `{until: <expression of an ISO time>}`) waits for a time, and \
+`wait_for_event: {name: order_paid, key: flow_input.order_id, timeout: 2d}` until an \
+event with that name and key is sent (its payload is the step's result); neither \
+holds a worker while it waits;
 - `branch`, `parallel`, `for_each` hold steps of their own; `identity: {}` passes \
 its inputs on; `ai_action` and `ai_agent` call a model.
 
