@@ -223,7 +223,7 @@ async def test_events_are_addressed_to_a_workspace_flow(engine: AsyncEngine) -> 
 
 
 async def test_a_run_started_later(engine: AsyncEngine) -> None:
-    at = time.time() + 1.0
+    at = time.time() + 2.0
     run_id = await engine.submit(flow({"id": "hi", "identity": {}}), start_at=at)
     info = await engine.get(run_id)
     assert info.status == "queued"
@@ -232,7 +232,9 @@ async def test_a_run_started_later(engine: AsyncEngine) -> None:
     async with engine.worker(poll=0.2):
         assert await engine.wait(run_id, timeout=30) is None
     jobs = await engine.jobs(run_id)
-    assert jobs[0].started_at is not None and jobs[0].started_at >= at
+    # Claimed once due by the database's clock (its `started_at` is the claimer's clock
+    # before the claim's transaction): it ends after `at`, never before.
+    assert jobs[0].finished_at is not None and jobs[0].finished_at >= at
 
 
 async def test_a_webhook_key_starts_one_run(engine: AsyncEngine) -> None:
@@ -328,3 +330,23 @@ async def test_steps_wait_inside_loops_and_sub_flows(engine: AsyncEngine) -> Non
         sent = await engine.send_event("order_paid", "H-1", {"ok": True})
         assert sent.delivered_to == (run_id,)  # the top-level run it woke
         assert await engine.wait(run_id, timeout=30) == {"ok": True}
+
+
+async def test_events_racing_steps_that_start_to_wait_are_never_lost(store_url: str) -> None:
+    """Send each run's event while its step may be starting to wait: every run gets its own."""
+    sender, runner = AsyncEngine(store_url, migrate=True), AsyncEngine(store_url, migrate=True)
+    try:
+        async with runner.worker(concurrency=8, poll=0.1):
+            runs = await runner.submit_many(flow(EVENT), [{"order": f"R-{i}"} for i in range(24)])
+
+            async def send(i: int) -> None:
+                await asyncio.sleep(0.005 * (i % 8))
+                await sender.send_event("order_paid", f"R-{i}", i)
+
+            await asyncio.gather(*(send(i) for i in range(24)))
+            results = [await runner.wait(run_id, timeout=60) for run_id in runs]
+        assert results == list(range(24))
+        assert await sender.kept_events() == []
+    finally:
+        await sender.close()
+        await runner.close()

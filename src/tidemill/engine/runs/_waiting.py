@@ -56,29 +56,35 @@ class Waiting(Progress):
         Returns the jobs handed to the offering worker (see `Take`) when a kept
         event ended the wait at once. Raises `LeaseLost` when fenced.
         """
+        # The event's lock first, then the run's, as `deliver_event` takes them (no deadlock).
+        seen = self.tx.run(job.run_id)
+        if seen is None:
+            raise RunNotFound(f"Run {job.run_id} is gone.")
+        top = seen if seen.parent_id is None else self.tx.run(seen.root_id)
+        source = (top.source if top is not None else None) or {}
+        workspace, path = str(source.get("workspace") or ""), str(source.get("path") or "")
+        if plan.kind == "event":
+            assert plan.name is not None
+            assert plan.key is not None
+            # Serialised with `deliver_event` of the same event: one of them sees the other.
+            self.tx.lock_event(workspace, path, plan.name, plan.key)
         run = self._fetch_locked(job.run_id)
         if run is None:
             raise RunNotFound(f"Run {job.run_id} is gone.")
         if not self.tx.park_job(job.id, job.epoch):
             raise lease_lost(job)
-        top = run if run.parent_id is None else self.tx.run(run.root_id)
-        source = (top.source if top is not None else None) or {}
         wait = WaitRow(
-            job.id, run.root_id, run.id, plan.kind, str(source.get("workspace") or ""),
-            str(source.get("path") or ""), plan.name, plan.key, plan.due_at, self.now,
+            job.id, run.root_id, run.id, plan.kind, workspace, path, plan.name, plan.key,
+            plan.due_at, self.now,
         )  # fmt: skip
         data: dict[str, Any] = {"kind": plan.kind}
         if plan.due_at is not None:
             data["until" if plan.kind == "sleep" else "deadline"] = iso_time(plan.due_at)
         if plan.kind == "event":
-            data.update(name=plan.name, key=plan.key)
             assert plan.name is not None
             assert plan.key is not None
-            # Serialised with `deliver_event` of the same event: one of them sees the other.
-            self.tx.lock_event(wait.workspace, wait.path, plan.name, plan.key)
-            kept = self.tx.take_signal(
-                wait.workspace, wait.path, plan.name, plan.key, job.id, self.now
-            )
+            data.update(name=plan.name, key=plan.key)
+            kept = self.tx.take_signal(workspace, path, plan.name, plan.key, job.id, self.now)
             if kept is not None:  # sent before the step came to wait: taken now
                 self._finish_waiting(run, job, "succeeded", kept.payload)
                 self.flush()
