@@ -20,11 +20,13 @@ from tidemill.cli import (
     _common,
     _copilot,
     _db,
+    _events,
     _flow,
     _memory,
     _proxy,
     _run,
     _runs,
+    _schedules,
     _server,
     _sync,
     _worker,
@@ -42,6 +44,8 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]],
     _worker.register,
     _runs.register,
     _approvals.register,
+    _events.register,
+    _schedules.register,
     _memory.register,
     _flow.register,
     _db.register,
@@ -62,7 +66,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Run]]:
     Examples:
         >>> parser, commands = build_parser()
         >>> print(" ".join(sorted(commands)))
-        approvals copilot db flow memory proxy run runs server sync worker ws
+        approvals copilot db events flow memory proxy run runs schedules server sync worker ws
     """
     parser = argparse.ArgumentParser(
         prog="tidemill",

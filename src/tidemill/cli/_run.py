@@ -26,8 +26,10 @@ from tidemill.cli._common import (
     parse_input,
     positive_int,
     read_inputs,
+    stamp,
     tree_prefixes,
 )
+from tidemill.cli._times import at_time
 from tidemill.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -149,6 +151,8 @@ def register(
         action="store_true",
         help="only submit the run and print its id; a `tidemill worker` executes it",
     )
+    parser.add_argument("--at", type=at_time, metavar="TIME",
+                        help="run later (implies --detach): ISO 8601, or +10m")  # fmt: skip
     parser.add_argument("--draft", action="store_true", help="run your draft of a workspace flow")
     parser.add_argument(
         "--memory-id",
@@ -197,11 +201,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             await engine.__aenter__()
             run_id, label = await submit_flow(engine, args, flow, inputs)
-            if args.detach:
+            if args.detach or args.at is not None:
                 print(run_id)
                 option = db_option(args)
+                when = "" if args.at is None else f" to start at {stamp(args.at)}"
                 print(
-                    f"submitted run {run_id} of flow {label}\n"
+                    f"submitted run {run_id} of flow {label}{when}\n"
                     f"  execute it:  tidemill worker{option}\n"
                     f"  watch it:    tidemill runs show {run_id}{option}",
                     file=sys.stderr,

@@ -525,12 +525,14 @@ async def submit_flow(
             async with AsyncWorkspace(engine.store, workspace=name) as ws:
                 user = (await ws.acting_as(args.actor)).user
         run_id = await engine.submit(
-            flow, inputs, run_as=user, source={"workspace": name}, memory_id=args.memory_id
-        )
+            flow, inputs, run_as=user, source={"workspace": name}, memory_id=args.memory_id,
+            start_at=args.at,
+        )  # fmt: skip
         return run_id, repr(flow.name or args.flow)
     async with AsyncWorkspace(engine.store, workspace=name) as ws:
         acting = await ws.acting_as(args.actor) if args.actor else ws
         run_id = await engine.submit_path(
-            acting, args.flow, inputs, draft=args.draft, memory_id=args.memory_id
-        )
+            acting, args.flow, inputs, draft=args.draft, memory_id=args.memory_id,
+            start_at=args.at,
+        )  # fmt: skip
     return run_id, f"{args.flow}{' (your draft)' if args.draft else ''}"

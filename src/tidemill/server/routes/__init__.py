@@ -17,6 +17,8 @@ from tidemill.server.routes import (
     _run_details,
     _run_feed,
     _runs,
+    _schedules,
+    _signals,
     _system,
 )
 
@@ -36,4 +38,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     _approvals.router,
     _copilot.router,
     _hooks.router,
+    _signals.router,
+    _schedules.router,
 )

@@ -27,6 +27,7 @@ from tidemill.server._run_access import RunAccess, run_path
 from tidemill.server._state import ServerState, state_of
 from tidemill.server.routes._body import Body
 from tidemill.server.routes._params import After
+from tidemill.server.routes._times import StartAt
 from tidemill.store import JobRow, LogRow
 from tidemill.types import Message
 
@@ -50,6 +51,9 @@ class SubmitIn(Body):
     """Run the caller's draft of the flow (and of the items it names), not what is deployed."""
     memory_id: str | None = Field(default=None, min_length=1, max_length=200)
     """The run's memory id (its window-memory agent steps recall and extend it)."""
+    start_at: StartAt | None = None
+    """Run later: when its first steps are due (ISO 8601 with an offset, or seconds since
+    the epoch); until then it is `queued`. A time past starts it now."""
 
 
 class RunOut(BaseModel):
@@ -282,11 +286,13 @@ async def submit(body: SubmitIn, who: SignedIn, state: State) -> RunOut:
     """Run the workspace flow at `path` as the caller; answers the queued run.
 
     The caller needs the viewer role on the flow (scope `runs:write` on its path).
+    With `start_at`, the run waits (queued, holding no worker) until then.
     """
     who.require("runs", "write", body.path)
     run_id = await state.engine.submit_path(
-        who.ws, body.path, body.inputs, draft=body.draft, memory_id=body.memory_id
-    )
+        who.ws, body.path, body.inputs, draft=body.draft, memory_id=body.memory_id,
+        start_at=body.start_at,
+    )  # fmt: skip
     return RunOut.of(await state.engine.get(run_id), who.ws.name)
 
 
