@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tidemill.cli._common import add_db_option, dump_json, positive_int, require_store, stamp, table
-from tidemill.cli._times import utc_iso
 from tidemill.cli._ws_people import add_ws_options, handler
 from tidemill.errors import ConfigurationError
+from tidemill.flows import iso_time
 
 if TYPE_CHECKING:
     from tidemill.engine import AsyncEngine, Delivery
@@ -210,7 +210,7 @@ def _delivery_dict(delivery: Delivery) -> dict[str, Any]:
     return {
         "event_id": delivery.event_id,
         "delivered_to": list(delivery.delivered_to),
-        "kept_until": None if until is None else utc_iso(until),
+        "kept_until": None if until is None else iso_time(until),
         "duplicate": delivery.duplicate,
     }
 
@@ -222,8 +222,8 @@ def _kept(args: argparse.Namespace) -> int:
             {
                 "event_id": r.id, "name": r.name, "key": r.key, "workspace": r.workspace or None,
                 "path": r.path or None, "payload": r.payload, "dedupe_id": r.dedupe_id,
-                "sent_by": r.sent_by, "sent_at": utc_iso(r.sent_at),
-                "kept_until": utc_iso(r.keep_until),
+                "sent_by": r.sent_by, "sent_at": iso_time(r.sent_at),
+                "kept_until": iso_time(r.keep_until),
             }
             for r in rows
         ]  # fmt: skip

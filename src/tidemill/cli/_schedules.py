@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tidemill.cli._common import dump_json, positive_int, table
-from tidemill.cli._times import in_zone, utc_iso
+from tidemill.cli._times import in_zone
 from tidemill.cli._ws_people import Actions, add_ws_options, handler, open_workspace
 from tidemill.errors import ConfigurationError, ItemNotFound
+from tidemill.flows import iso_time
 
 if TYPE_CHECKING:
     from tidemill.workspace import ScheduleFire, ScheduleInfo
@@ -149,8 +150,8 @@ def _dict(info: ScheduleInfo) -> dict[str, Any]:
         **info.spec.model_dump(mode="json"),
         "owner": info.owner,
         "version": info.version,
-        "updated_at": utc_iso(info.updated_at),
-        "next_fires": [utc_iso(at) for at in info.next_fires],
+        "updated_at": iso_time(info.updated_at),
+        "next_fires": [iso_time(at) for at in info.next_fires],
     }
 
 
@@ -181,7 +182,7 @@ def _print_one(info: ScheduleInfo, args: argparse.Namespace) -> None:
 
 def _print_fires(fires: tuple[float, ...] | list[float], zone: str) -> None:
     headers = [zone, "UTC"] if zone != "UTC" else ["UTC", "UTC (ISO 8601)"]
-    print(table(headers, [[in_zone(at, zone), utc_iso(at)] for at in fires]))
+    print(table(headers, [[in_zone(at, zone), iso_time(at)] for at in fires]))
 
 
 def _write(args: argparse.Namespace) -> int:
@@ -256,7 +257,7 @@ def _next(args: argparse.Namespace) -> int:
     fires = info.spec.cron_schedule().next_fires(time.time(), args.count)
     if args.json:
         print(dump_json({"path": info.path, "enabled": info.spec.enabled,
-                         "next_fires": [utc_iso(at) for at in fires]}))  # fmt: skip
+                         "next_fires": [iso_time(at) for at in fires]}))  # fmt: skip
         return 0
     if not info.spec.enabled:
         print(f"{info.path} is paused: these are its times once resumed")
@@ -266,7 +267,7 @@ def _next(args: argparse.Namespace) -> int:
 
 def _fire_dict(fire: ScheduleFire) -> dict[str, Any]:
     shown = dataclasses.asdict(fire)
-    shown["fire_at"], shown["created_at"] = utc_iso(fire.fire_at), utc_iso(fire.created_at)
+    shown["fire_at"], shown["created_at"] = iso_time(fire.fire_at), iso_time(fire.created_at)
     return shown
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
-__all__ = ["at_time", "in_zone", "utc_iso"]
+__all__ = ["at_time", "in_zone"]
 
 
 def at_time(text: str) -> float:
@@ -42,16 +42,6 @@ def at_time(text: str) -> float:
         f"{text!r} is no time: write ISO 8601 (2030-01-01T09:00:00+01:00) "
         "or +DURATION from now (+10m, +2h, +3d)"
     )
-
-
-def utc_iso(at: float) -> str:
-    """`at` as ISO 8601 in UTC.
-
-    Examples:
-        >>> utc_iso(0)
-        '1970-01-01T00:00:00Z'
-    """
-    return datetime.fromtimestamp(at, tz=UTC).isoformat().removesuffix("+00:00") + "Z"
 
 
 def in_zone(at: float, zone: str) -> str:

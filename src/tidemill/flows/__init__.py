@@ -48,7 +48,7 @@ from tidemill.flows._retry import Retry
 from tidemill.flows._schedule import Schedule
 from tidemill.flows._scope import Placement, resolved_needs
 from tidemill.flows._script import ScriptStep
-from tidemill.flows._waiting import Sleep, WaitForEvent, wake_time
+from tidemill.flows._waiting import Sleep, WaitForEvent, iso_time, wake_time
 
 __all__ = [
     "WORKSPACE_PATH",
@@ -87,6 +87,7 @@ __all__ = [
     "compile_expression",
     "evaluate_condition",
     "evaluate_inputs",
+    "iso_time",
     "parse_duration",
     "placeholders",
     "resolved_needs",

@@ -17,7 +17,7 @@ from tidemill.flows._base import ExpressionText, StepKind
 from tidemill.flows._duration import Duration
 from tidemill.flows._expr import Expression, compile_expression
 
-__all__ = ["EVENT_NAME_PATTERN", "Sleep", "WaitForEvent", "wake_time"]
+__all__ = ["EVENT_NAME_PATTERN", "Sleep", "WaitForEvent", "iso_time", "wake_time"]
 
 EVENT_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$"
 """What an event's name looks like: letters, digits, `_ . : -`, up to 128 characters."""
@@ -119,3 +119,18 @@ def wake_time(value: Any) -> float:
             moment = moment.replace(tzinfo=UTC)
         return moment.timestamp()
     raise ValueError(f"{value!r} is not a time: give an ISO 8601 time or epoch seconds")
+
+
+def iso_time(t: float) -> str:
+    """`t` (seconds since the epoch) as ISO 8601 in UTC, with a `Z` (and milliseconds if any).
+
+    How times are written everywhere a person reads them: a sleep's result, a
+    wait's reason, the API's and the CLI's schedules and events.
+
+    Examples:
+        >>> iso_time(0), iso_time(1798099200.25)
+        ('1970-01-01T00:00:00Z', '2026-12-24T08:00:00.250Z')
+    """
+    moment = datetime.fromtimestamp(t, UTC)
+    spec = "seconds" if moment.microsecond == 0 else "milliseconds"
+    return moment.isoformat(timespec=spec).removesuffix("+00:00") + "Z"

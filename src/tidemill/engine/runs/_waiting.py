@@ -17,20 +17,15 @@ The step's result is recorded and its run moves on as for any step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from tidemill.engine._outcome import WaitPlan
 from tidemill.engine.runs._progress import Progress, lease_lost
 from tidemill.errors import RunNotFound
+from tidemill.flows import iso_time
 from tidemill.store import JobRow, RunRow, WaitRow
 
-__all__ = ["Delivery", "Waiting", "iso_time"]
-
-
-def iso_time(t: float) -> str:
-    """`t` (epoch seconds) as an ISO 8601 UTC time, to the millisecond."""
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
+__all__ = ["Delivery", "Waiting"]
 
 
 @dataclass(frozen=True, slots=True)

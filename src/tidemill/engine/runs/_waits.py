@@ -19,7 +19,7 @@ from typing import Any
 
 from tidemill.engine.runs._context import load_definition, top_run_or_error
 from tidemill.engine.runs._scope import Definitions
-from tidemill.engine.runs._waiting import iso_time
+from tidemill.flows import iso_time
 from tidemill.store import FINISHED_RUN, ApprovalRow, JobRow, RunRow, Tx, WaitRow
 
 __all__ = ["WAIT_KINDS", "Wait", "read_waits"]

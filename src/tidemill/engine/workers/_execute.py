@@ -31,7 +31,6 @@ from typing import Any
 from tidemill.engine._outcome import Outcome, SpawnPlan, WaitPlan
 from tidemill.engine._step_env import ApprovalPlan, StepEnv, StepInfo, call_in_process
 from tidemill.engine.ai._child_runs import ChildWait
-from tidemill.engine.runs._waiting import iso_time
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
 from tidemill.engine.workers._references import (
     RESOLVING_KINDS,
@@ -52,6 +51,7 @@ from tidemill.flows import (
     compile_expression,
     evaluate_condition,
     evaluate_inputs,
+    iso_time,
     wake_time,
 )
 from tidemill.workspace import DEFAULT_WORKSPACE

@@ -19,10 +19,11 @@ Examples:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import AwareDatetime, BeforeValidator, Field
+
+from tidemill.flows import iso_time
 
 __all__ = ["EPOCH_MAX", "StartAt", "iso_time"]
 
@@ -42,9 +43,3 @@ StartAt = (
     | Annotated[AwareDatetime, BeforeValidator(_text)]
 )
 """When to start: seconds since the epoch, or ISO 8601 with an offset (`2030-01-01T09:00:00Z`)."""
-
-
-def iso_time(at: float) -> str:
-    """`at` (seconds since the epoch) as ISO 8601 in UTC, with a `Z`."""
-    text = datetime.fromtimestamp(at, tz=UTC).isoformat()
-    return text.removesuffix("+00:00") + "Z"
