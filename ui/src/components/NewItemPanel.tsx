@@ -6,6 +6,7 @@ import { useNavigate } from '@tanstack/react-router'
 import { type FormEvent, useState } from 'react'
 import { NewValueForm } from './admin/NewValueForm'
 import { ErrorBox } from './ErrorBox'
+import { NewScheduleForm } from './triggers/NewScheduleForm'
 
 /** What is wrong with the shape of a new flow's path (the server checks the rest when it saves). */
 export function flowPathProblem(path: string): string | null {
@@ -47,6 +48,7 @@ export function NewItemPanel({ folders, prefix }: { folders: string[]; prefix: s
         <ErrorBox error={problem ? new Error(problem) : null} />
       </div>
       {folders.length > 0 && <NewValueForm folders={folders} />}
+      {folders.length > 0 && <NewScheduleForm prefix={prefix || `f/${folders[0]}/`} />}
     </details>
   )
 }

@@ -21,6 +21,8 @@ import type { FlowStep } from '../lib/flowSteps'
 import { formatDuration } from '../lib/format'
 import type { ChildNode, NodeChildren } from '../lib/runChildren'
 import type { StepState } from '../lib/stepStates'
+import { Icon } from './triggers/icons'
+import { statusLook } from './triggers/waits'
 import './run/run.css'
 
 type StepData = {
@@ -57,7 +59,7 @@ function StepNodeView({ data }: NodeProps<StepNode>) {
           <strong>{step.id}</strong> <span className="muted">{step.kind}</span>
         </span>
         <span className="dag-node-meta">
-          <span className={`badge status-${status}`}>{status.replace('_', ' ')}</span>
+          <StatusLabel status={status} />
           {state && (
             <span title={`${state.attempts} attempt${state.attempts === 1 ? '' : 's'}`} data-testid="attempts">
               ×{state.attempts}
@@ -71,6 +73,17 @@ function StepNodeView({ data }: NodeProps<StepNode>) {
         <ExpandToggle stepId={step.id} label={children.label} expanded={expanded} onToggle={onToggle} />
       )}
     </>
+  )
+}
+
+/** A step's status badge: its words, and an icon for a step that waits for time or an event. */
+function StatusLabel({ status }: { status: string }) {
+  const { icon, label } = statusLook(status)
+  return (
+    <span className={`badge status-${status}`}>
+      {icon && <Icon name={icon} />}
+      {label}
+    </span>
   )
 }
 

@@ -13,13 +13,21 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function StartRun({ path, document }: { path: string; document: unknown }) {
   const schema: JsonSchema | null = isObject(document) && isObject(document.inputs) ? (document.inputs as JsonSchema) : null
   const [inputs, setInputs] = useState<unknown>({})
+  // Empty: now; else a local date and time to start it at (the run waits, holding no worker).
+  const [startAt, setStartAt] = useState('')
   const client = useQueryClient()
   const navigate = useNavigate()
   const start = useMutation({
     mutationFn: () =>
       unwrap(
         api.POST('/api/runs', {
-          body: { path, inputs: isObject(inputs) ? inputs : {}, draft: false, memory_id: null },
+          body: {
+            path,
+            inputs: isObject(inputs) ? inputs : {},
+            draft: false,
+            memory_id: null,
+            ...(startAt ? { start_at: new Date(startAt).getTime() / 1000 } : {}),
+          },
         }),
       ),
     onSuccess: (run) => {
@@ -43,9 +51,13 @@ export function StartRun({ path, document }: { path: string; document: unknown }
       ) : (
         <p className="muted">This flow takes no input.</p>
       )}
+      <div className="field inline">
+        <label htmlFor={`start-at-${path}`}>Start at (optional)</label>
+        <input id={`start-at-${path}`} type="datetime-local" value={startAt} onChange={(e) => setStartAt(e.target.value)} />
+      </div>
       <ErrorBox error={start.error} title="Not started" />
       <button type="submit" className="primary" disabled={start.isPending || problems.length > 0}>
-        Start a run
+        {startAt ? 'Start it later' : 'Start a run'}
       </button>
     </form>
   )

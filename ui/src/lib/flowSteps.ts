@@ -10,6 +10,8 @@ export const STEP_KINDS = [
   'approval',
   'ai_action',
   'ai_agent',
+  'sleep',
+  'wait_for_event',
 ] as const
 
 export interface FlowStep {

@@ -7,6 +7,8 @@ import { ErrorBox } from '../components/ErrorBox'
 import { HistoryDrawer } from '../components/HistoryDrawer'
 import { InputSchema } from '../components/InputSchema'
 import { StartRun } from '../components/StartRun'
+import { ScheduleView } from '../components/triggers/ScheduleView'
+import { TriggersSection } from '../components/triggers/TriggersSection'
 import { editable } from '../lib/editable'
 import { editsValue } from '../components/value/write'
 import { Json } from '../components/Json'
@@ -120,6 +122,10 @@ export function ItemPage() {
           {!version && <StartRun path={it.path} document={it.value} />}
         </section>
       )}
+      {(it.kind === 'flow' || it.kind === 'script') && !it.deleted && !version && (
+        <TriggersSection path={it.path} kind={it.kind} inputSchema={it.input_schema} />
+      )}
+      {it.kind === 'schedule' && !it.deleted && !version && <ScheduleView path={it.path} />}
       <div className="section-head">
         <h2>{it.kind === 'script' ? 'Code' : it.kind === 'flow' ? 'Flow' : 'Value'}</h2>
         {!editing && !version && (editable(it) || editsValue(it)) && (

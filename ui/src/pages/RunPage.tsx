@@ -20,6 +20,8 @@ import { StepDrawer } from '../components/StepDrawer'
 import { OrphanSteps } from '../components/run/OrphanSteps'
 import { Timeline } from '../components/run/Timeline'
 import { useDagChildren } from '../components/run/useDagChildren'
+import { WaitList } from '../components/triggers/WaitList'
+import { withWaits } from '../components/triggers/waits'
 import { type FlowStep, flowSteps } from '../lib/flowSteps'
 import { elapsed, formatCost, formatDuration, formatTime } from '../lib/format'
 import { stepStates } from '../lib/stepStates'
@@ -59,7 +61,10 @@ export function RunPage() {
     const fromFlow = flowSteps(flow.data?.definition)
     return fromFlow.length > 0 ? fromFlow : stepsFromJobs(runId, jobs.data ?? [])
   }, [flow.data, jobs.data, runId])
-  const states = useMemo(() => stepStates(runId, jobs.data ?? [], now), [runId, jobs.data, now])
+  const states = useMemo(
+    () => withWaits(stepStates(runId, jobs.data ?? [], now), active ? (waits.data ?? []) : [], runId),
+    [runId, jobs.data, now, waits.data, active],
+  )
   const { expandable, expanded, toggle, orphans } = useDagChildren(runId, steps, jobs.data, events)
   const cost = usage.data?.reduce<number | null>(
     (sum, u) => (u.cost_usd == null ? sum : (sum ?? 0) + u.cost_usd),
@@ -127,6 +132,12 @@ export function RunPage() {
           </Link>
         </p>
       )}
+      {ACTIVE.has(r.status) && (waits.data ?? []).length > 0 && (
+        <section aria-labelledby="waits-head">
+          <h2 id="waits-head">What it waits for</h2>
+          <WaitList waits={waits.data!} now={now} runPath={r.path ?? null} />
+        </section>
+      )}
       {r.error && (
         <div className="error-box">
           <strong>Failed{typeof r.error.step === 'string' ? ` at ${r.error.step}` : ''}: </strong>
@@ -174,18 +185,6 @@ export function RunPage() {
         <h2 id="timeline-head">Timeline</h2>
         <Timeline runId={runId} jobs={jobs.data ?? []} approvals={decided.data ?? []} waits={waits.data ?? []} now={now} />
       </section>
-      {ACTIVE.has(r.status) && (waits.data ?? []).length > 0 && (
-        <section>
-          <h2>What it waits for</h2>
-          <ul className="waits">
-            {waits.data!.map((w, i) => (
-              <li key={`${w.run_id}-${w.step ?? ''}-${i}`}>
-                <code>{w.kind}</code> {w.step && <span className="mono">{w.step}</span>}: {w.reason}
-              </li>
-            ))}
-          </ul>
-        </section>
-      )}
       {r.status === 'succeeded' && (
         <section aria-labelledby="result-head">
           <h2 id="result-head">Result</h2>

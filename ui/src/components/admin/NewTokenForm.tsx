@@ -77,7 +77,7 @@ export function NewTokenForm({ onMade }: { onMade: (made: NewToken) => void }) {
       </div>
       <p id="token-scopes-help" className="field-help">
         domain:action[:path glob], separated by spaces or commas: for example <code>items:read:f/team/*</code>{' '}
-        <code>runs:write</code>. Domains: items, runs, approvals, people, audit, proxy; a scope narrows what you may do,
+        <code>runs:write</code>. Domains: items, runs, approvals, people, audit, proxy, hooks (<code>hooks:write:f/team/flow</code> starts that flow by webhook); a scope narrows what you may do,
         never widens it.
       </p>
       <ErrorBox error={create.error} title="Not made" />
