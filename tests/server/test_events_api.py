@@ -43,6 +43,10 @@ def _finished(client: httpx.Client, run_id: str) -> dict[str, Any]:
 def test_an_event_sent_over_http_ends_the_run_waiting_for_it(live: Live) -> None:
     with live.client("vic") as client:  # a viewer of f/team: may run the flow, so send to it
         run_id = _waiting_run(live, client)
+        listed = client.get("/api/runs", params={"path": "f/team/wait", "status": "waiting"})
+        assert [(r["id"], r["waiting_for"]) for r in listed.json()["runs"]] == [
+            (run_id, "event 'order_paid' with key '42'")
+        ]
         event = {"name": "order_paid", "key": "42", "payload": {"amount": 10}}
         answer = client.post("/api/events", json={**event, "path": "f/team/wait"})
         assert answer.status_code == 202, answer.text
@@ -52,6 +56,8 @@ def test_an_event_sent_over_http_ends_the_run_waiting_for_it(live: Live) -> None
         assert isinstance(sent["event_id"], int)
         done = _finished(client, run_id)
         assert (done["status"], done["result"]) == ("succeeded", {"amount": 10})
+        listed = client.get("/api/runs", params={"path": "f/team/wait"}).json()["runs"]
+        assert [r["waiting_for"] for r in listed if r["id"] == run_id] == [None]
     audit = live.ws.audit(action="event.send")
     assert [(e.actor, e.path, e.details["key"]) for e in audit] == [("vic", "f/team/wait", "42")]
     assert audit[0].details["delivered_to"] == [run_id]

@@ -1,6 +1,7 @@
 """Runs and approvals read for a caller who sees only some of them.
 
-A page of runs (with what each cost), approvals with their runs, a run's
+A page of runs (with what each cost, and what those sleeping or waiting
+for an event wait for), approvals with their runs, a run's
 flow definition and input as stored, a job with the masked copy of its
 inputs and result, and where to start a run's last events.
 
@@ -15,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from tidemill.engine._run_info import RunInfo, run_info
 from tidemill.errors import RunNotFound
-from tidemill.store import ApprovalRow, JobRow, RunReach, RunRow, Tx, run_page
+from tidemill.flows import iso_time
+from tidemill.store import ApprovalRow, JobRow, RunReach, RunRow, Tx, WaitRow, run_page
 from tidemill.store._run_pages import RunCost, RunFilters, event_tail, run_costs
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ __all__ = [
     "run_input",
     "runs_page",
     "tail_start",
+    "wait_line",
+    "waiting_for",
 ]
 
 
@@ -62,6 +66,34 @@ async def runs_page(
 
     infos: list[tuple[RunInfo, RunCost | None]] = await engine._transact(read)
     return infos
+
+
+def wait_line(wait: WaitRow) -> str:
+    """A wait for a time or an event in a few words, as a list of runs shows it.
+
+    Examples:
+        >>> from tidemill.store import WaitRow
+        >>> wait_line(WaitRow(1, "r", "r", "sleep", "", "", None, None, 0.0, 0.0))
+        'sleeping until 1970-01-01T00:00:00Z'
+        >>> wait_line(WaitRow(1, "r", "r", "event", "", "", "paid", "A-1", None, 0.0))
+        "event 'paid' with key 'A-1'"
+    """
+    if wait.kind == "sleep":
+        return f"sleeping until {iso_time(wait.due_at or wait.created_at)}"
+    return f"event {wait.name!r} with key {wait.key!r}"
+
+
+async def waiting_for(engine: AsyncEngine, run_ids: list[str]) -> dict[str, str]:
+    """For each of these top-level runs with a step sleeping or waiting for an event: what, briefly.
+
+    One query for the whole page (see `wait_line`); runs waiting only for
+    people, or not waiting, are not in the answer.
+    """
+    rows: list[WaitRow] = await engine._transact(lambda tx: tx.roots_waits(run_ids))
+    lines: dict[str, str] = {}
+    for wait in rows:
+        lines.setdefault(wait.root_id, wait_line(wait))
+    return lines
 
 
 def _run(tx: Tx, run_id: str) -> RunRow:

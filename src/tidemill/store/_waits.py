@@ -137,6 +137,17 @@ class WaitQueries(EventQueries):
         )
         return [WaitRow.of(row) for row in rows]
 
+    def roots_waits(self, root_ids: list[str]) -> list[WaitRow]:
+        """The waits of these runs' trees (a page of runs' at once), oldest first."""
+        if not root_ids:
+            return []
+        marks = ", ".join("?" for _ in root_ids)
+        rows = self.all(
+            f"SELECT {_WAIT} FROM tm_waits WHERE root_id IN ({marks}) ORDER BY created_at, job_id",
+            tuple(root_ids),
+        )
+        return [WaitRow.of(row) for row in rows]
+
     def count_waits(self) -> dict[str, int]:
         """How many steps wait, by kind (`sleep`, `event`)."""
         rows = self.all("SELECT kind, COUNT(*) FROM tm_waits GROUP BY kind")

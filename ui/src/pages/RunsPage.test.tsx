@@ -84,6 +84,26 @@ describe('RunsPage', () => {
     expect(screen.queryByRole('button', { name: 'Load more' })).not.toBeInTheDocument()
   })
 
+  it('says what a waiting run waits for when the API says so', async () => {
+    const fetch = vi.fn(async (_request: Request) => {
+      const body = {
+        runs: [
+          { ...run('asleep', 'waiting'), waiting_for: 'sleeping until 2026-12-24T08:00:00Z' },
+          { ...run('approving', 'waiting'), waiting_for: null },
+        ],
+        next_cursor: null,
+      }
+      return new Response(JSON.stringify(body), { status: 200, headers: { 'Content-Type': 'application/json' } })
+    })
+    vi.stubGlobal('fetch', fetch)
+    show('/runs?status=waiting')
+
+    const asleep = (await screen.findByRole('link', { name: 'f/demo/asleep' })).closest('tr')!
+    expect(within(asleep).getByText('sleeping until 2026-12-24T08:00:00Z')).toBeInTheDocument()
+    const approving = screen.getByRole('link', { name: 'f/demo/approving' }).closest('tr')!
+    expect(within(approving).queryByText(/sleeping|event/)).not.toBeInTheDocument()
+  })
+
   it('asks the API to filter by folder, who started the runs and a range of days', async () => {
     const user = userEvent.setup()
     const fetch = vi.fn(async (_request: Request) => {

@@ -171,6 +171,7 @@ function RunRow({ run }: { run: RunItem }) {
       </td>
       <td>
         <StatusBadge status={run.status} />
+        {run.waiting_for && <div className="muted small-text">{run.waiting_for}</div>}
       </td>
       <td>{run.run_as ?? '—'}</td>
       <td>{formatTime(run.created_at)}</td>

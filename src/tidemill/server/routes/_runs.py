@@ -21,7 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 
 from tidemill.engine import RunInfo, Wait
-from tidemill.engine._run_pages import RunCost, RunFilters, run_input, runs_page
+from tidemill.engine._run_pages import RunCost, RunFilters, run_input, runs_page, waiting_for
 from tidemill.server._caller import Caller, SignedIn, requires
 from tidemill.server._run_access import RunAccess, run_path
 from tidemill.server._state import ServerState, state_of
@@ -110,6 +110,9 @@ class RunItem(RunOut):
     model_calls: int = 0
     unpriced_calls: int = 0
     """Model calls with no price, left out of `cost_usd`."""
+    waiting_for: str | None = None
+    """For a `waiting` run with a step asleep or waiting for an event: what, in a few
+    words (`sleeping until <time>`, `event 'paid' with key 'A-1'`); see its waits."""
 
     @classmethod
     def costed(cls, info: RunInfo, cost: RunCost | None, workspace: str) -> RunItem:
@@ -335,6 +338,11 @@ async def list_runs(
         for i, cost in rows
         if access.may_see(i.run_as, i.source)
     ]
+    waiting = [item.id for item in shown if item.status == "waiting"]
+    if waiting:
+        lines = await waiting_for(state.engine, waiting)
+        for item in shown:
+            item.waiting_for = lines.get(item.id)
     return RunPage(runs=shown, next_cursor=next_cursor)
 
 
