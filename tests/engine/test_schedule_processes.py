@@ -8,12 +8,13 @@ and PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pytest
@@ -59,11 +60,11 @@ async def test_five_processes_start_each_fire_once(store_url: str) -> None:
         processes = [start(["worker", "--concurrency", "2"], store_url) for _ in range(3)]
         processes += [start(["server", "--port", "0", "--no-worker"], store_url) for _ in range(2)]
         try:
-            time.sleep(3)  # let every process start its scheduler before the first fire
+            await asyncio.sleep(3)  # let every process start its scheduler before the first fire
             await ada.write("f/ops/every", "schedule", EVERY_SECOND)
-            time.sleep(6)
+            await asyncio.sleep(6)
             await ada.pause_schedule("f/ops/every")
-            time.sleep(1.5)  # a fire being written when the pause landed
+            await asyncio.sleep(1.5)  # a fire being written when the pause landed
             assert all(p.poll() is None for p in processes), "a process died"
         finally:
             for process in processes:
@@ -83,4 +84,4 @@ async def test_five_processes_start_each_fire_once(store_url: str) -> None:
     assert not [r for r, n in Counter(runs).items() if n > 1]
     times = [at for at, _, _ in fires]
     assert times == sorted(set(times))
-    assert all(b - a == 1.0 for a, b in zip(times, times[1:], strict=False)), times
+    assert all(b - a == 1.0 for a, b in itertools.pairwise(times)), times

@@ -1,4 +1,4 @@
-"""`sleep` and `wait_for_event` steps, `send_event` and runs started later, on SQLite and PostgreSQL.
+"""`sleep` and `wait_for_event` steps, `send_event`, runs started later: SQLite and PostgreSQL.
 
 A waiting step holds no worker: its job is `waiting` with a row in `tm_waits`
 until a worker's sweep ends it (its time came) or an event is sent. Events
@@ -76,9 +76,8 @@ async def test_a_sleep_holds_no_worker_and_wakes_on_time(engine: AsyncEngine) ->
 
 
 async def test_sleep_until_a_time_and_a_time_past(engine: AsyncEngine) -> None:
-    until = Flow.model_validate(
-        {"inputs": {"type": "object"}, "steps": [{"id": "nap", "sleep": {"until": "flow_input.at"}}]}
-    )
+    nap = {"id": "nap", "sleep": {"until": "flow_input.at"}}
+    until = Flow.model_validate({"inputs": {"type": "object"}, "steps": [nap]})
     async with engine.worker(poll=0.2):
         past = await engine.submit(until, {"at": "2020-01-01T00:00:00Z"})
         assert await engine.wait(past, timeout=30) == {"until": "2020-01-01T00:00:00Z"}
@@ -206,13 +205,12 @@ async def test_a_key_that_is_not_a_string_fails_the_step(engine: AsyncEngine) ->
 
 async def test_events_are_addressed_to_a_workspace_flow(engine: AsyncEngine) -> None:
     workspace = await shop(engine)
-    await workspace.write(
-        "f/shop/checkout", "flow", {"inputs": ORDER_INPUT, "steps": [EVENT]}
-    )
+    await workspace.write("f/shop/checkout", "flow", {"inputs": ORDER_INPUT, "steps": [EVENT]})
     async with engine.worker(poll=0.2):
         run_id = await engine.submit_path(workspace, "f/shop/checkout", {"order": "G-1"})
         wait = await until_waits(engine, run_id, "event")
-        assert wait.commands == ("tidemill events send order_paid --key G-1 --path f/shop/checkout",)
+        command = "tidemill events send order_paid --key G-1 --path f/shop/checkout"
+        assert wait.commands == (command,)
         plain = await engine.send_event("order_paid", "G-1", 1)  # no path: not for this run
         assert plain.delivered_to == ()
         sent = await engine.send_event(

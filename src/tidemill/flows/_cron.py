@@ -279,11 +279,10 @@ class Cron:
 
     # -- Iteration ----------------------------------------------------------------------
 
-    def _iterate(self, after: int) -> Iterator[int]:
-        """Fire instants strictly after `after` (whole epoch seconds), strictly increasing."""
-        zone = self._zone
+    def _wall_start(self, after: int) -> datetime:
+        """The naive wall time to iterate from: `after`'s, or earlier in a repeated hour."""
         try:
-            now = datetime.fromtimestamp(after, zone)
+            now = datetime.fromtimestamp(after, self._zone)
         except (OverflowError, ValueError, OSError):
             raise InvalidOption(f"{after} is out of the range of dates.") from None
         start = now.replace(tzinfo=None)
@@ -292,6 +291,12 @@ class Cron:
             # `after` is in the first pass of a repeated hour: its second pass,
             # at earlier wall times, is still ahead.
             start -= timedelta(seconds=_offset(now) - _offset(second_pass))
+        return start
+
+    def _iterate(self, after: int) -> Iterator[int]:
+        """Fire instants strictly after `after` (whole epoch seconds), strictly increasing."""
+        zone = self._zone
+        start = self._wall_start(after)
         walls = croniter(
             " ".join(self._fields), start, ret_type=datetime, second_at_beginning=self.has_seconds
         )
