@@ -214,6 +214,30 @@ async def test_an_edited_cron_takes_effect_at_its_next_fire(world: World) -> Non
     assert [f.version for f in await fires(world.ada, path)] == [1] * 4 + [2] * len(tens)
 
 
+async def test_a_fire_planned_ahead_runs_the_flow_as_deployed_at_its_time(world: World) -> None:
+    """Each tick plans the next fire's run; a deploy in between is seen by the fire all the same."""
+    path = "f/ops/planned"
+    saved = await schedule(world.ada, path, "* * * * * *")
+    start = math.floor(saved)
+    scheduler = world.scheduler()
+    world.clock.t = start + 1.01
+    await scheduler.tick()  # fires second 1, plans second 2
+    known = scheduler.schedules.by_path[path]
+    assert known.planned is not None and known.planned[0] == start + 2
+    changed = {**ECHO, "summary": "changed"}
+    assert (await world.ada.write("f/ops/echo", "flow", changed)).version == 2
+    world.clock.t = start + 2.01
+    await scheduler.tick()  # the plan is stale: planned again, in time
+    world.clock.t = start + 3.01
+    await scheduler.tick()  # planned ahead, and still current
+    runs = [await world.engine.get(run_id) for run_id in await run_ids(world.engine, path)]
+    versions = (
+        sorted((r.source or {})["fire_at"] - start for r in runs),
+        sorted((r.source or {})["version"] for r in runs),
+    )
+    assert versions == ([1, 2, 3], [1, 2, 2])
+
+
 def _next_transition(zone: ZoneInfo, spring: bool) -> datetime:
     """The next day (UTC midnight) on which `zone` moves its clocks forward (or back)."""
     day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)

@@ -39,6 +39,8 @@ class Known:
     """Its fires up to here are dealt with."""
     next_at: float | None = field(default=None)
     """Its first fire after `cursor` (None: it does not fire)."""
+    planned: tuple[float, object] | None = field(default=None)
+    """The run of its next fire, planned ahead: `(fire_at, Ready)` (see `Scheduler`)."""
 
     @property
     def cron(self) -> Cron | None:

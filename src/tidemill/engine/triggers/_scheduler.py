@@ -9,9 +9,13 @@ they may race freely.
 On each tick a scheduler re-reads the schedule items' paths and versions
 (one query; a changed item is parsed again), fires what is due, records the
 outcome of fired runs that ended (starting `on_failure` or `on_recovery`,
-`_handlers`), and answers when it next needs to look: the earliest next fire,
-or in `reread` seconds, whichever is sooner. `run` sleeps exactly that long,
-so a fire starts within milliseconds of its time.
+`_handlers`), plans the runs of the fires due before its next look (reading
+the target as the owner now, so that at the fire's time one transaction
+starts it: the fire's row, the run, checking the flow and what it includes
+are still the versions planned, else planning again), and answers when it
+next needs to look: the earliest next fire, or in `reread` seconds,
+whichever is sooner. `run` sleeps exactly that long, so a fire starts within
+milliseconds of its time.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.triggers._due import choose, due_fires
 from tidemill.engine.triggers._handlers import Handlers
 from tidemill.engine.triggers._known import Known, Schedules
-from tidemill.engine.triggers._start import Ready, prepare_run, start_run
+from tidemill.engine.triggers._start import Ready, prepare_run, start_run, still_current
 from tidemill.store import Store, Tx
 from tidemill.workspace import DEFAULT_WORKSPACE, AsyncWorkspace
 
@@ -107,7 +111,19 @@ class Scheduler:
         await self._handlers.check()
         soonest = self.schedules.next_at()
         later = now + self.reread
+        await self._plan_ahead(later)
         return later if soonest is None else min(soonest, later)
+
+    async def _plan_ahead(self, until: float) -> None:
+        """Plan the run of each fire due by `until` (the next look), so that it starts at once."""
+        for known in list(self.schedules.by_path.values()):
+            fire_at, spec = known.next_at, known.spec
+            if fire_at is None or fire_at > until or spec is None or known.cron is None:
+                continue
+            if known.planned is not None and known.planned[0] == fire_at:
+                continue
+            ready = await prepare_run(self.session(known.owner), spec.target, spec.inputs)
+            known.planned = (fire_at, ready) if isinstance(ready, Ready) else None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick until `stop` is set, sleeping until each next look; survive store errors."""
@@ -162,27 +178,45 @@ class Scheduler:
         """Start the run of one fire, or record why it could not start; once, whoever is first."""
         spec = known.spec
         assert spec is not None
-        ready = await prepare_run(self.session(known.owner), spec.target, spec.inputs)
-        ws = self.workspace_name
-
-        def write(tx: Tx) -> tuple[bool, str | None]:
-            now = time.time()
-            failed = ready if isinstance(ready, str) else None
-            status = "failed" if failed is not None else "started"
-            if not tx.insert_fire(
-                ws, known.path, fire_at, status=status, version=known.version, now=now, error=failed
-            ):
-                return False, None  # another scheduler fired it first
-            if not isinstance(ready, Ready):
-                return True, None
-            source = {"schedule": known.path, "fire_at": fire_at}
-            run = start_run(tx, self.defs, ready, now=now, source=source)
-            tx.set_fire_run(ws, known.path, fire_at, run.id)
-            return True, run.id
-
-        inserted, started = await self.store.transact(write)
+        planned, known.planned = known.planned, None
+        ahead = planned is not None and planned[0] == fire_at and isinstance(planned[1], Ready)
+        ready: Ready | str
+        if planned is not None and ahead and isinstance(planned[1], Ready):
+            ready = planned[1]
+        else:
+            ready = await prepare_run(self.session(known.owner), spec.target, spec.inputs)
+        outcome = await self.store.transact(
+            lambda tx: self._write_fire(tx, known, fire_at, ready, check=ahead)
+        )
+        if outcome == "stale":  # the flow (or what it includes) changed since it was planned
+            ready = await prepare_run(self.session(known.owner), spec.target, spec.inputs)
+            outcome = await self.store.transact(
+                lambda tx: self._write_fire(tx, known, fire_at, ready, check=False)
+            )
+        inserted, started = outcome if isinstance(outcome, tuple) else (False, None)
         self.fired += inserted
         if isinstance(ready, str) and inserted:
             log.warning("schedule %s could not fire at %s: %s", known.path, fire_at, ready)
         if started is not None and self.on_fired is not None:
             self.on_fired()
+
+    def _write_fire(
+        self, tx: Tx, known: Known, fire_at: float, ready: Ready | str, *, check: bool
+    ) -> tuple[bool, str | None] | str:
+        """The fire's transaction: its row and its run; `stale` when the plan is out of date."""
+        ws = self.workspace_name
+        now = time.time()
+        if check and isinstance(ready, Ready) and not still_current(tx, ws, ready):
+            return "stale"
+        failed = ready if isinstance(ready, str) else None
+        status = "failed" if failed is not None else "started"
+        if not tx.insert_fire(
+            ws, known.path, fire_at, status=status, version=known.version, now=now, error=failed
+        ):
+            return False, None  # another scheduler fired it first
+        if not isinstance(ready, Ready):
+            return True, None
+        source = {"schedule": known.path, "fire_at": fire_at}
+        run = start_run(tx, self.defs, ready, now=now, source=source)
+        tx.set_fire_run(ws, known.path, fire_at, run.id)
+        return True, run.id

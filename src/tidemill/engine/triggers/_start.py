@@ -19,7 +19,7 @@ from tidemill.errors import StoreError, TidemillError
 from tidemill.store import RunRow, Tx
 from tidemill.workspace import AsyncWorkspace, RunPlan, record_audit
 
-__all__ = ["Ready", "describe", "prepare_run", "start_run"]
+__all__ = ["Ready", "describe", "prepare_run", "start_run", "still_current"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,22 @@ async def prepare_run(
     except TidemillError as exc:
         return describe(exc)
     return Ready(plan, flow_input, digest, body, key)
+
+
+def still_current(tx: Tx, workspace: str, ready: Ready) -> bool:
+    """Whether the workspace items a plan read (the flow, what it includes) are unchanged."""
+    source = ready.plan.source
+    versions = {str(path): version for path, version in dict(source.get("items") or {}).items()}
+    versions[str(source.get("path", ""))] = source.get("version")
+    paths = list(versions)
+    marks = ", ".join("?" for _ in paths)
+    rows = tx.all(
+        f"SELECT path, version FROM tm_ws_items WHERE workspace = ? AND path IN ({marks}) "
+        "AND deleted_at IS NULL",
+        (workspace, *paths),
+    )
+    now = {str(path): int(version) for path, version in rows}
+    return all(now.get(path) == version for path, version in versions.items())
 
 
 def start_run(
