@@ -1,5 +1,6 @@
-/** What a waiting run waits for, each wait in words; an event wait with its command and a form to send it. */
-import { Link } from '@tanstack/react-router'
+/** What a waiting run waits for, each wait in words; an event wait with its command and a form to send it.
+ *
+ * A person's decision links nowhere from here: the run page's notice above opens its approvals. */
 import type { RunWait } from '../../api/types'
 import { CopyLine } from './CopyButton'
 import { SendEventForm } from './SendEventForm'
@@ -24,14 +25,6 @@ function WaitEntry({ wait, now, runPath }: { wait: RunWait; now: number; runPath
           </>
         )}
         {event ? <EventWords wait={wait} now={now} /> : describeWait(wait, now)}
-        {wait.approval_id && (
-          <>
-            {' '}
-            <Link to="/approvals" search={{ run: wait.run_id }}>
-              Open its approvals
-            </Link>
-          </>
-        )}
       </p>
       {(wait.commands ?? []).map((command) => (
         <CopyLine key={command} text={command} label={`Copy the command: ${command}`} />
