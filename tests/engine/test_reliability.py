@@ -158,7 +158,16 @@ class Fleet:
         return self.log_path(self.started.index(process)).read_text(errors="replace")
 
     def stop(self, timeout: float = 30.0) -> list[int | None]:
-        """SIGTERM the live workers; each finishes its jobs in hand and exits (0 expected)."""
+        """SIGTERM the live workers; each finishes its jobs in hand and exits (0 expected).
+
+        A worker still starting has no SIGTERM handler yet and would die of the
+        signal, so each is first given `timeout` seconds to be ready.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not all(
+            self.ready(p) or p.poll() is not None for p in self.alive
+        ):
+            time.sleep(0.05)
         for process in self.alive:
             process.send_signal(signal.SIGTERM)
         codes: list[int | None] = []
