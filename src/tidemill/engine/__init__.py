@@ -11,9 +11,10 @@ it; an import-linter contract keeps it so):
   run from Python, and a builder saved as one.
 - `_facade` (`Engine`, `Run`) over `_engine` (`AsyncEngine`): the front,
   put together from parts over `_engine_core`: `_deciding` (approvals'
-  decisions) and `_signalling` (`send_event`: events for the steps that wait).
+  decisions), `_signalling` (`send_event`: events for the steps that wait)
+  and `_pruning` (`prune_runs`: ended runs deleted by age).
 - `workers`: `Worker` claims a job, executes it by its kind (`_execute`) and
-  records the result.
+  records the result; `_retention` prunes ended runs (`Pruned`).
 - `runs`: every change of runs and jobs, one transaction each (`Transition`),
   and what a run waits for (`Wait`): a person, a child run, a time, an event.
 - `ai`: the `ai_action` and `ai_agent` steps (see `tidemill.engine.ai`).
@@ -47,6 +48,7 @@ from tidemill.engine._step_env import StepInfo, ToolRun, current_step
 from tidemill.engine.runs._waiting import Delivery
 from tidemill.engine.runs._waits import WAIT_KINDS, Wait
 from tidemill.engine.scripts._pool import ScriptCall, ScriptOutcome, ScriptPool
+from tidemill.engine.workers._retention import Pruned
 from tidemill.engine.workers._worker import Worker
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "MetricsServer",
     "ModelChoice",
     "ModelResolver",
+    "Pruned",
     "Run",
     "RunEvent",
     "RunInfo",

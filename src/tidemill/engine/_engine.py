@@ -19,6 +19,7 @@ from tidemill.engine._deciding import Deciding
 from tidemill.engine._events import RunEvent, RunEvents
 from tidemill.engine._ids import new_id
 from tidemill.engine._memory import memory_scope, memory_uuid
+from tidemill.engine._pruning import Pruning
 from tidemill.engine._run_info import RunInfo, run_info
 from tidemill.engine._signalling import Signalling
 from tidemill.engine._step_journal import JournalEntry, journal_entries, read_step_journal
@@ -63,7 +64,7 @@ def _load(flow: Flow | str | Path) -> Flow:
     return Flow.load(flow)
 
 
-class AsyncEngine(Deciding, Signalling, RunEvents):
+class AsyncEngine(Deciding, Signalling, Pruning, RunEvents):
     """Durable runs of flows in a store (and their events: `events`, `follow`).
 
     Args:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
-from datetime import datetime
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from tidemill.engine._signalling import EVENT_KEEP
 from tidemill.engine._step_journal import JournalEntry
 from tidemill.engine.runs._waiting import Delivery
 from tidemill.engine.runs._waits import Wait
+from tidemill.engine.workers._retention import RETENTION_BATCH, Pruned
 from tidemill.engine.workers._worker import Worker
 from tidemill.errors import RunStateError
 from tidemill.flows import Flow
@@ -343,6 +344,23 @@ class Engine:
         """Events no step has taken yet (see `AsyncEngine.kept_events`)."""
         rows: list[SignalRow] = self._call(self.core.kept_events(name=name, limit=limit))
         return rows
+
+    def prune_runs(
+        self,
+        older_than: float | timedelta,
+        *,
+        workspace: str | None = None,
+        batch: int = RETENTION_BATCH,
+        dry_run: bool = False,
+        on_batch: Callable[[Pruned], None] | None = None,
+    ) -> Pruned:
+        """Delete the runs that ended more than `older_than` ago (see `AsyncEngine.prune_runs`)."""
+        pruned: Pruned = self._call(
+            self.core.prune_runs(
+                older_than, workspace=workspace, batch=batch, dry_run=dry_run, on_batch=on_batch
+            )
+        )
+        return pruned
 
     @contextlib.contextmanager
     def worker(self, concurrency: int = 4, **options: Any) -> Iterator[Worker]:

@@ -15,7 +15,7 @@ Examples:
     ...     await store.close()
     ...     return len(applied), counts
     >>> asyncio.run(main())
-    (11, {})
+    (12, {})
 """
 
 from tidemill.store._events import EventRow

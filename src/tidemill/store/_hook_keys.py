@@ -5,9 +5,9 @@ within that time gets the first run, one after it starts a new run. An
 expired key is never answered, whether or not it was pruned yet. One
 `put_hook_key` in `PRUNE_EVERY` (chosen by a hash of its key and run, so it is
 the same each time) also prunes at most `PRUNE_BATCH` expired keys: the table
-stays about one day of keys long with no sweeper to run, and the scan for
-expired keys (the table has no index on `created_at`) is paid once in
-`PRUNE_EVERY` calls, not by every one.
+stays about one day of keys long with no sweeper to run, and deleting
+expired keys (found by the index on `created_at`) is paid once in
+`PRUNE_EVERY` calls, not by every one. Pruning ended runs deletes their keys too.
 
 Examples:
     >>> import asyncio, tempfile

@@ -55,6 +55,7 @@ from tidemill.engine.workers._logs import LiveLogs
 from tidemill.engine.workers._masking import mask_action, shown_copy
 from tidemill.engine.workers._prepare import Prepared, Preparer, known_results
 from tidemill.engine.workers._references import References
+from tidemill.engine.workers._retention import Retention
 from tidemill.engine.workers._sweeper import Sweeper
 from tidemill.errors import LeaseLost, RunNotFound, StoreError
 from tidemill.flows import Step
@@ -115,6 +116,8 @@ class Worker:
         schedules: Fire the default workspace's schedules too (a `Scheduler`, as
             one more task), unless the worker executes only `run_id`. Any
             number of workers and servers may: each fire starts once.
+        keep_runs: Seconds an ended run is kept: every minute the worker
+            prunes older ones (`Retention`). None (the default) prunes nothing.
 
     Examples:
         >>> import asyncio
@@ -154,6 +157,7 @@ class Worker:
         log_flush: float = 1.0,
         engine: object = None,
         schedules: bool = True,
+        keep_runs: float | None = None,
     ) -> None:
         self.store = store
         self.engine = engine
@@ -182,6 +186,7 @@ class Worker:
         self._preparer = Preparer(self.defs)
         self._references = References(store)
         self._sweeper = Sweeper(store, self.defs, poll=self.poll)
+        self.retention = None if keep_runs is None else Retention(store, keep_runs)
         self.reclaim_every = min(1.0, lease / 4)
         self._last_reclaim = 0.0
         self.processed = 0
@@ -232,6 +237,8 @@ class Worker:
         if self.schedules and self.run_id is None:
             scheduler = Scheduler(self.store, self.defs, on_fired=self.wake)
             helpers.append(asyncio.create_task(scheduler.run(stop)))
+        if self.retention is not None and self.run_id is None:
+            helpers.append(asyncio.create_task(self.retention.run(stop)))
         try:
             while not stop.is_set():
                 self._wake.clear()

@@ -371,3 +371,7 @@ CREATE TABLE tm_hook_keys (
     PRIMARY KEY (workspace, path, key)
 );
 CREATE INDEX tm_hook_keys_age ON tm_hook_keys (created_at);
+
+-- Retention: ended runs are pruned with everything they own, and a flow definition
+-- goes with the last run that ran it (found by this index, not by a scan of the runs).
+CREATE INDEX tm_runs_digest ON tm_runs (digest);
