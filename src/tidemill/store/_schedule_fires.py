@@ -25,6 +25,15 @@ _ENDED = "('succeeded', 'failed', 'cancelled')"
 class ScheduleFireQueries(Statements):
     """The statements about `tm_schedule_fires` (and the schedule items they fire)."""
 
+    def schedule_workspaces(self) -> list[str]:
+        """The workspaces that hold at least one live schedule item, by name."""
+        rows = self.all(
+            "SELECT w.name FROM tm_ws_workspaces w WHERE EXISTS (SELECT 1 FROM tm_ws_items i "
+            "WHERE i.workspace = w.name AND i.kind = 'schedule' AND i.deleted_at IS NULL) "
+            "ORDER BY w.name"
+        )
+        return [str(name) for (name,) in rows]
+
     def schedule_items(self, workspace: str) -> list[tuple[str, int, str, float, str]]:
         """(path, version, updated_by, updated_at, body) of each live schedule item, by path."""
         rows = self.all(

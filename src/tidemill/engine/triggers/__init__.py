@@ -1,5 +1,6 @@
 """What starts runs from outside: schedules' fires (`Scheduler`).
 
+- `_workspaces` (`WorkspaceSchedulers`): a worker's scheduler for each workspace with schedules.
 - `_scheduler` (`Scheduler`): ticks, fires what is due, sleeps until the next fire.
 - `_known`: the schedule items as last read, parsed once per version, with cursors.
 - `_due`: which fires are due, and which of them a catch-up policy runs.
@@ -9,5 +10,6 @@
 
 from tidemill.engine.triggers._due import KEEP, ON_TIME
 from tidemill.engine.triggers._scheduler import Scheduler
+from tidemill.engine.triggers._workspaces import WorkspaceSchedulers
 
-__all__ = ["KEEP", "ON_TIME", "Scheduler"]
+__all__ = ["KEEP", "ON_TIME", "Scheduler", "WorkspaceSchedulers"]

@@ -47,7 +47,7 @@ from tidemill.engine.runs._progress import Take
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.engine.scripts._pool import ScriptPool
-from tidemill.engine.triggers import Scheduler
+from tidemill.engine.triggers import WorkspaceSchedulers
 from tidemill.engine.workers._execute import execute, stop_requested
 from tidemill.engine.workers._leases import Leases
 from tidemill.engine.workers._listen import listen_forever
@@ -113,9 +113,10 @@ class Worker:
             store within about this long, and the rest when it ends.
         engine: The engine the worker works for (`engine.worker()` passes
             itself): given to in-process agent tools (`ToolRun.engine`).
-        schedules: Fire the default workspace's schedules too (a `Scheduler`, as
-            one more task), unless the worker executes only `run_id`. Any
-            number of workers and servers may: each fire starts once.
+        schedules: Fire the schedules of every workspace in the store too (a
+            `Scheduler` each, `WorkspaceSchedulers`), unless the worker
+            executes only `run_id`. Any number of workers and servers may:
+            each fire starts once.
         keep_runs: Seconds an ended run is kept: every minute the worker
             prunes older ones (`Retention`). None (the default) prunes nothing.
 
@@ -235,8 +236,8 @@ class Worker:
         if channel is not None:
             helpers.append(asyncio.create_task(listen_forever(self.store, self._wake)))
         if self.schedules and self.run_id is None:
-            scheduler = Scheduler(self.store, self.defs, on_fired=self.wake)
-            helpers.append(asyncio.create_task(scheduler.run(stop)))
+            schedulers = WorkspaceSchedulers(self.store, self.defs, on_fired=self.wake)
+            helpers.append(asyncio.create_task(schedulers.run(stop)))
         if self.retention is not None and self.run_id is None:
             helpers.append(asyncio.create_task(self.retention.run(stop)))
         try:
