@@ -7,7 +7,10 @@ from datetime import datetime
 from typing import Any
 
 import httpx
+import pytest
 from tests.server.conftest import Live
+
+from tidemill.server.routes import _signals as signal_routes
 
 WAITING = {
     "inputs": {"type": "object", "properties": {"order": {"type": "string"}}},
@@ -142,3 +145,39 @@ def test_bad_events_are_refused_with_what_is_wrong(live: Live) -> None:
             error = answer.json()
             assert error["message"] and (error.get("hint") or error.get("problems")), error
         assert client.post("/api/events", json={**good, "keep": 30}).status_code == 202
+
+
+def test_kept_events_come_in_pages_and_one_whose_keep_ran_out_is_not_listed(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(signal_routes, "_PAGE", 2)  # the route reads the store 2 at a time
+    live.ws.write("f/team/wait", "flow", WAITING)
+    live.ws.add_folder("vault")  # vic has no role on it
+    live.ws.write("f/vault/wait", "flow", WAITING)
+    with live.client("ada") as ada:
+
+        def send(path: str, key: str, keep: float | None = None) -> int:
+            event = {"name": "order_paid", "key": key, "path": path, "keep": keep}
+            answer = ada.post("/api/events", json=event)
+            assert answer.status_code == 202, answer.text
+            return int(answer.json()["event_id"])
+
+        hidden = [send("f/vault/wait", key) for key in ("1", "2", "3")]
+        short = send("f/team/wait", "gone", keep=1)
+        sent_at = time.monotonic()
+        first, second = send("f/team/wait", "a"), send("f/team/wait", "b")
+        while time.monotonic() < sent_at + 1.2:
+            time.sleep(0.05)
+        everything = ada.get("/api/events/kept", params={"name": "order_paid"}).json()
+        assert [e["event_id"] for e in everything] == [*hidden, first, second]
+        assert short not in [e["event_id"] for e in everything]
+    with live.client("vic") as vic:
+        # Three events vic may not see come before the first it may: pages are read on.
+        listed = vic.get("/api/events/kept", params={"name": "order_paid"}).json()
+        assert [e["key"] for e in listed] == ["a", "b"]
+        page = vic.get("/api/events/kept", params={"limit": 1}).json()
+        assert [e["event_id"] for e in page] == [first]
+        page = vic.get("/api/events/kept", params={"limit": 1, "after": first}).json()
+        assert [e["event_id"] for e in page] == [second]
+        assert vic.get("/api/events/kept", params={"after": second}).json() == []
+        assert vic.get("/api/events/kept", params={"after": -1}).status_code == 422

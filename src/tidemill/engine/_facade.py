@@ -340,9 +340,13 @@ class Engine:
         )
         return delivery
 
-    def kept_events(self, *, name: str | None = None, limit: int = 100) -> list[SignalRow]:
+    def kept_events(
+        self, *, name: str | None = None, limit: int = 100, after: int = 0
+    ) -> list[SignalRow]:
         """Events no step has taken yet (see `AsyncEngine.kept_events`)."""
-        rows: list[SignalRow] = self._call(self.core.kept_events(name=name, limit=limit))
+        rows: list[SignalRow] = self._call(
+            self.core.kept_events(name=name, limit=limit, after=after)
+        )
         return rows
 
     def prune_runs(

@@ -17,6 +17,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from tidemill.engine._engine_core import EngineCore
@@ -130,9 +131,24 @@ class Signalling(EngineCore):
             self._wake_workers()
         return delivery
 
-    async def kept_events(self, *, name: str | None = None, limit: int = 100) -> list[SignalRow]:
-        """Events sent that no step has taken yet (kept until `keep_until`), oldest first."""
+    async def kept_events(
+        self,
+        *,
+        name: str | None = None,
+        limit: int = 100,
+        after: int = 0,
+        workspaces: Sequence[str] | None = None,
+    ) -> list[SignalRow]:
+        """Events sent that no step has taken yet and still kept, oldest first.
+
+        `after` is an event id: the page after it. `workspaces` keeps to the
+        events addressed to these workspaces' flows (`""` in it: the events
+        for runs of no path); None: every one.
+        """
+        now = time.time()
         rows: list[SignalRow] = await self._transact(
-            lambda tx: tx.kept_signals(name=name, limit=limit)
+            lambda tx: tx.kept_signals(
+                name=name, limit=limit, after=after, now=now, workspaces=workspaces
+            )
         )
         return rows

@@ -15,6 +15,7 @@ first step to wait for its name and key takes it (`take_signal`). A sender's
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,11 +222,33 @@ class WaitQueries(EventQueries):
         self.mark_signal_taken(signal.id, str(job_id))
         return signal
 
-    def kept_signals(self, *, name: str | None = None, limit: int = 100) -> list[SignalRow]:
-        """Events kept for a step to come and wait for them, oldest first."""
-        where, params = ("", ()) if name is None else (" AND name = ?", (name,))
+    def kept_signals(
+        self,
+        *,
+        name: str | None = None,
+        limit: int = 100,
+        after: int = 0,
+        now: float | None = None,
+        workspaces: Sequence[str] | None = None,
+    ) -> list[SignalRow]:
+        """Events kept for a step to come and wait for them, oldest first.
+
+        `after` is an event id (those after it), `now` leaves out events whose
+        keep ran out before it, `workspaces` keeps to those addressed to these
+        workspaces (`""`: the events for runs of no path).
+        """
+        where, params = "taken_by IS NULL AND id > ?", [after]
+        if name is not None:
+            where, params = f"{where} AND name = ?", [*params, name]
+        if now is not None:
+            where, params = f"{where} AND keep_until > ?", [*params, now]
+        if workspaces is not None:
+            if not workspaces:
+                return []
+            marks = ", ".join("?" * len(workspaces))
+            where, params = f"{where} AND workspace IN ({marks})", [*params, *workspaces]
         rows = self.all(
-            f"SELECT {_SIGNAL} FROM tm_signals WHERE taken_by IS NULL{where} ORDER BY id LIMIT ?",
+            f"SELECT {_SIGNAL} FROM tm_signals WHERE {where} ORDER BY id LIMIT ?",
             (*params, limit),
         )
         return [SignalRow.of(row) for row in rows]

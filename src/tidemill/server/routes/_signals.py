@@ -156,8 +156,8 @@ async def send(body: EventIn, who: SignedIn, state: State) -> DeliveryOut:
     )
 
 
-_SCAN = 1000
-"""How many of the oldest kept events `GET /api/events/kept` looks through."""
+_PAGE = 1000
+"""How many kept events `GET /api/events/kept` reads at a time, as it looks for visible ones."""
 
 
 @router.get("/kept", response_model=list[KeptEventOut])
@@ -166,27 +166,37 @@ async def kept(
     state: State,
     name: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    after: Annotated[int, Query(ge=0, description="An event id: the events after it.")] = 0,
 ) -> list[KeptEventOut]:
     """Events kept for steps to come (oldest first) that the caller may see.
 
     Those for a flow the caller may read (and its token's `runs` scopes reach);
-    those of no path for workspace admins.
+    those of no path for workspace admins. The next page is `after=<the last
+    event_id>`.
     """
     who.require("runs", "read")
     access = await RunAccess.of(who)
-    rows = await state.engine.kept_events(name=name, limit=_SCAN)
+    admin = access.rules.is_admin and scope_allows(who, "runs", "read", None)
+    workspaces = [access.workspace, ""] if admin else [access.workspace]
     shown: list[KeptEventOut] = []
-    for row in rows:
-        if not row.workspace and not row.path:
-            visible = access.rules.is_admin and scope_allows(who, "runs", "read", None)
-        else:
-            visible = (
-                row.workspace == access.workspace
-                and access.rules.allows("read", row.path)
-                and scope_allows(who, "runs", "read", row.path)
-            )
-        if visible:
-            shown.append(KeptEventOut.of(row))
-            if len(shown) == limit:
-                break
+    while len(shown) < limit:
+        rows = await state.engine.kept_events(
+            name=name, limit=_PAGE, after=after, workspaces=workspaces
+        )
+        for row in rows:
+            after = row.id
+            if row.workspace or row.path:
+                visible = (
+                    row.workspace == access.workspace
+                    and access.rules.allows("read", row.path)
+                    and scope_allows(who, "runs", "read", row.path)
+                )
+            else:
+                visible = admin
+            if visible:
+                shown.append(KeptEventOut.of(row))
+                if len(shown) == limit:
+                    break
+        if len(rows) < _PAGE:
+            break
     return shown
