@@ -135,6 +135,8 @@ def test_bad_events_are_refused_with_what_is_wrong(live: Live) -> None:
             {**good, "keep": "soon"},
             {**good, "keep": 0},
             {**good, "keep": "400d"},
+            {**good, "keep": True},  # not one second
+            {**good, "keep": 10**400},  # too large for a float
             {**good, "path": "F/Team"},
             {**good, "nmae": "typo"},
             {"path": "f/team/wait"},

@@ -246,6 +246,12 @@ READS = [
          "ok ok ok hidden hidden"),
     Case("record_event_sent no path", lambda ws, e: ws.record_event_sent(None, name="paid"),
          "ok denied denied denied denied"),
+    # Pruning the workspace's ended runs (any flow's, anyone's): a workspace admin's.
+    Case("check_prune_runs", lambda ws, e: ws.check_prune_runs(),
+         "ok denied denied denied denied"),
+    Case("record_runs_pruned",
+         lambda ws, e: ws.record_runs_pruned(runs=2, before=1.7e9, dry_run=True),
+         "ok denied denied denied denied"),
     # Through a reference, and a reference inside a resource.
     # Schedules (in f/lab: ada's, of f/lab/script).
     Case("schedules", lambda ws, e: ws.schedules("f/lab/"),
@@ -384,6 +390,8 @@ CHECKS: dict[str, Check] = {
     "run_plan u/max/flow": lambda r, e: _eq(r.source["items"], {"f/team/script": 2}),
     "check_event_target": lambda r, e: _eq(r, "f/team/flow"),
     "check_event_target no path": lambda r, e: _eq(r, ""),
+    "check_prune_runs": lambda r, e: _eq(r, None),
+    "record_runs_pruned": lambda r, e: _eq(r, None),
     "resolve $res:f/team/openai": lambda r, e: _eq(r.value, {"api_key": e.secret}),
     "resolve $var:f/team/key": lambda r, e: _eq((r.value, r.secrets), (e.secret, {e.secret})),
     "resolve $var:f/team/region": lambda r, e: _eq(r.value, {"r": "eu-west-1"}),

@@ -1,4 +1,4 @@
-"""`tidemill runs`: list runs, show one with its steps, its logs or model usage; cancel, retry.
+"""`tidemill runs`: list runs, show one with its steps, logs or model usage; cancel, retry, prune.
 
 `runs why RUN` says what each unfinished step waits for, with the commands
 that unblock it where a person can; `runs wait RUN` waits for a run to end
@@ -38,6 +38,7 @@ from tidemill.cli._common import (
     with_engine,
 )
 from tidemill.cli._run import Follower, follow, hint_line, interrupts, wait_for_run
+from tidemill.cli._runs_prune import add_prune, prune
 from tidemill.errors import TidemillError
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ examples:
   tidemill runs logs RUN --follow      # what its steps print, as they print it, until it ends
   tidemill runs usage RUN
   tidemill runs retry RUN --wait
+  tidemill runs prune --older-than 30d # delete the runs that ended more than 30 days ago
 """
 
 
@@ -77,7 +79,7 @@ def register(
     """Add the `runs` command and its actions; return the function that runs them."""
     parser = subparsers.add_parser(
         "runs",
-        help="list, show, cancel and retry runs",
+        help="list, show, cancel, retry and prune runs",
         description="Look at the runs of a store and act on them.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -177,7 +179,9 @@ def register(
     )
     add_model_alias_option(retry)  # with --wait
 
-    for sub in (listing, show, why, wait, logs, usage, cancel, retry):
+    pruning = add_prune(actions)
+
+    for sub in (listing, show, why, wait, logs, usage, cancel, retry, pruning):
         add_db_option(sub)
     return run
 
@@ -193,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         "usage": _usage,
         "cancel": _cancel,
         "retry": _retry,
+        "prune": prune,
     }
     action = actions[args.action]
     return with_engine(args, lambda engine: action(engine, args))

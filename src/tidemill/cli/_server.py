@@ -10,7 +10,9 @@ from collections.abc import Callable
 
 from tidemill.cli._common import add_db_option, db_url, positive_float, positive_int
 from tidemill.cli._copilot import MODEL_ENV
+from tidemill.cli._times import run_age
 from tidemill.cli._worker import _port
+from tidemill.errors import InvalidOption
 
 __all__ = ["register", "run"]
 
@@ -23,6 +25,7 @@ with `tidemill ws password`. The API's docs are at http://HOST:PORT/docs.
 examples:
   tidemill server
   tidemill server --db postgresql://tidemill@db:5432/tidemill --no-worker --host 0.0.0.0
+  tidemill server --keep-runs 30d     # its worker deletes the runs that ended over 30 days ago
 """
 
 
@@ -65,6 +68,11 @@ def register(
         "crash the step is taken over once it runs out (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
+        "--keep-runs", type=run_age, default=None, metavar="DURATION",
+        help="the in-process worker deletes, every minute, the runs that ended longer ago than "
+        "this: 30d, 12h, 45m or seconds (default: keep every run; not with --no-worker)",
+    )  # fmt: skip
+    parser.add_argument(
         "--secure-cookies", action="store_true",
         help="mark the session cookie Secure (behind HTTPS)",
     )  # fmt: skip
@@ -80,12 +88,19 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM."""
     from tidemill.server import ServerConfig, serve
 
+    if args.keep_runs is not None and not args.worker:
+        raise InvalidOption(
+            "--keep-runs prunes runs from the server's worker, and --no-worker runs none.",
+            hint="Give --keep-runs to a `tidemill worker` on this store instead, "
+            "or drop --no-worker.",
+        )
     config = ServerConfig(
         db=db_url(args),
         workspace=args.workspace,
         worker=args.worker,
         concurrency=args.concurrency,
         lease=args.lease,
+        keep_runs=args.keep_runs,
         secure_cookies=args.secure_cookies,
         copilot_model=args.copilot_model or os.environ.get(MODEL_ENV) or None,
     )

@@ -21,6 +21,7 @@ from tidemill.cli._common import (
     positive_int,
     run_prefix,
 )
+from tidemill.cli._times import age_text, run_age
 
 if TYPE_CHECKING:
     from tidemill.engine._metrics import Metrics, MetricsServer
@@ -40,9 +41,15 @@ for another worker to take.
 With --metrics-port, the worker serves Prometheus metrics of its AI steps
 (tidemill_ai_action_*, tidemill_ai_agent_*) at http://HOST:PORT/metrics.
 
+With --keep-runs, the worker deletes the runs that ended longer ago than that,
+on start and every minute (as `tidemill runs prune --older-than` does), and
+the events kept for steps to come whose keep ran out. Runs still queued,
+running or waiting are never touched.
+
 example:
   tidemill worker --db postgresql://tidemill@db:5432/tidemill --concurrency 8
   tidemill worker --db sqlite:///tidemill.db --metrics-port 9464
+  tidemill worker --keep-runs 30d
 """
 
 
@@ -90,6 +97,14 @@ def register(
         metavar="S",
         help="seconds between looks for new work when nothing signals it "
         "(default: 0.25 on SQLite, 1 on PostgreSQL, which signals new work)",
+    )
+    parser.add_argument(
+        "--keep-runs",
+        type=run_age,
+        default=None,
+        metavar="DURATION",
+        help="every minute, delete the runs that ended longer ago than this: 30d, 12h, 45m "
+        "or seconds (default: keep every run)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -155,6 +170,7 @@ async def _work(args: argparse.Namespace) -> int:
             poll=args.poll,
             on_event=reporter.event,
             metrics=metrics,
+            keep_runs=args.keep_runs,
         )
         worker.models = ModelOptions.of(args).apply(worker.models)  # --models, --model-alias
         stop = asyncio.Event()
@@ -167,6 +183,9 @@ async def _work(args: argparse.Namespace) -> int:
             engine.url,
             worker.concurrency,
         )
+        if args.keep_runs is not None:
+            log.info("pruning the runs that ended more than %s ago, every minute",
+                     age_text(args.keep_runs))  # fmt: skip
         grace_ends: float | None = None
         try:
             while True:

@@ -30,6 +30,10 @@ def parse_duration(value: Any) -> float:
     Examples:
         >>> parse_duration("500ms"), parse_duration("5m"), parse_duration(1.5), parse_duration("2")
         (0.5, 300.0, 1.5, 2.0)
+        >>> parse_duration(10**400)
+        Traceback (most recent call last):
+          ...
+        ValueError: a duration must be finite and greater than zero, got 1000...
         >>> parse_duration("soon")
         Traceback (most recent call last):
           ...
@@ -46,7 +50,10 @@ def parse_duration(value: Any) -> float:
             )
         seconds = float(match.group(1)) * _UNITS[match.group(3) or "s"]
     else:
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int too large for a float
+            seconds = math.inf
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"a duration must be finite and greater than zero, got {value!r}")
     return seconds

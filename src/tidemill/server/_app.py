@@ -117,6 +117,7 @@ def create_app(
                             config.concurrency,
                             metrics=state.metrics,
                             lease=config.lease,
+                            keep_runs=config.keep_runs,
                             models=config.models,
                             schedules=False,  # the server's own scheduler fires its workspace's
                         )

@@ -237,7 +237,8 @@ class WaitQueries(EventQueries):
         keep ran out before it, `workspaces` keeps to those addressed to these
         workspaces (`""`: the events for runs of no path).
         """
-        where, params = "taken_by IS NULL AND id > ?", [after]
+        where = "taken_by IS NULL AND id > ?"
+        params: list[object] = [after]
         if name is not None:
             where, params = f"{where} AND name = ?", [*params, name]
         if now is not None:

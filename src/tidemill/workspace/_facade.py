@@ -106,6 +106,8 @@ class Workspace:
     schedule_fires = _blocking(AsyncWorkspace.schedule_fires)
     check_event_target = _blocking(AsyncWorkspace.check_event_target)
     record_event_sent = _blocking(AsyncWorkspace.record_event_sent)
+    check_prune_runs = _blocking(AsyncWorkspace.check_prune_runs)
+    record_runs_pruned = _blocking(AsyncWorkspace.record_runs_pruned)
     run_plan = _blocking(AsyncWorkspace.run_plan)
     record_run = _blocking(AsyncWorkspace.record_run)
     resolve = _blocking(AsyncWorkspace.resolve)

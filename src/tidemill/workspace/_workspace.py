@@ -38,6 +38,7 @@ from tidemill.workspace._lint import LintMethods
 from tidemill.workspace._paths import ItemPath, check_name
 from tidemill.workspace._people import PeopleMethods
 from tidemill.workspace._references import Resolved, resolve_references
+from tidemill.workspace._retention import RetentionMethods
 from tidemill.workspace._schedules import ScheduleMethods, script_flow
 from tidemill.workspace._session import Context
 from tidemill.workspace._sign_in import SignInMethods
@@ -68,6 +69,7 @@ class AsyncWorkspace(
     SyncMethods,
     ScheduleMethods,
     EventMethods,
+    RetentionMethods,
 ):
     """A workspace in a store, as one principal: see `Session` for the arguments.
 

@@ -6,7 +6,8 @@ whole tree of runs under it and all they own (see the store's
 transaction so that a large prune never holds the database for long.
 `Retention` is a worker's standing policy (`Worker(keep_runs=...)`, `tidemill
 worker --keep-runs 30d`): every `every` seconds it prunes what has grown
-older than the limit, and goes on at once while batches come back full.
+older than the limit, in smaller batches paced to leave the database to the
+runs at least half the time.
 Events whose keep ran out go too. Any number of workers may prune one store:
 each batch re-checks its runs in the deleting transaction.
 """
@@ -24,12 +25,23 @@ from dataclasses import dataclass, field
 from tidemill.errors import InvalidOption, StoreError
 from tidemill.store import Store, Tx
 
-__all__ = ["RETENTION_BATCH", "Pruned", "Retention", "check_keep", "prune_runs"]
+__all__ = [
+    "BACKGROUND_BATCH",
+    "RETENTION_BATCH",
+    "Pruned",
+    "Retention",
+    "check_keep",
+    "prune_batch",
+    "prune_runs",
+]
 
 log = logging.getLogger("tidemill.worker")
 
 RETENTION_BATCH = 200
 """Top-level runs one pruning transaction deletes (with the runs under them)."""
+
+BACKGROUND_BATCH = 50
+"""Top-level runs per transaction of a worker's standing retention (`Retention`)."""
 
 
 @dataclass(slots=True)
@@ -79,6 +91,20 @@ def check_keep(seconds: float, what: str = "older_than") -> float:
     return float(seconds)
 
 
+async def prune_batch(
+    store: Store, *, before: float, workspace: str | None = None, batch: int = RETENTION_BATCH
+) -> tuple[int, dict[str, int], bool]:
+    """One transaction of a prune: (top-level runs deleted, rows by table, whether it was full)."""
+
+    def one_batch(tx: Tx) -> tuple[int, dict[str, int], bool]:
+        roots = tx.ended_roots(before=before, limit=batch, workspace=workspace)
+        runs, rows = tx.delete_run_trees(roots)
+        return runs, rows, len(roots) == batch and runs > 0
+
+    done: tuple[int, dict[str, int], bool] = await store.transact(one_batch)
+    return done
+
+
 async def prune_runs(
     store: Store,
     *,
@@ -102,33 +128,32 @@ async def prune_runs(
             lambda tx: tx.count_ended_roots(before=before, workspace=workspace)
         )
         return pruned
-
-    def one_batch(tx: Tx) -> tuple[int, dict[str, int], bool]:
-        roots = tx.ended_roots(before=before, limit=batch, workspace=workspace)
-        runs, rows = tx.delete_run_trees(roots)
-        return runs, rows, len(roots) == batch
-
     while True:
-        runs, rows, full = await store.transact(one_batch)
+        runs, rows, full = await prune_batch(store, before=before, workspace=workspace, batch=batch)
         pruned.add(runs, rows)
         if on_batch is not None:
             on_batch(pruned)
-        if not full or not runs:
+        if not full:
             return pruned
 
 
 class Retention:
     """A worker's standing retention: prune runs that ended more than `keep` seconds ago.
 
+    It works in the background of the worker's own runs: small batches, and
+    after each full one a pause as long as the batch took, so that pruning a
+    backlog holds the database (SQLite's one write lock) at most half the
+    time.
+
     Args:
         store: The store.
         keep: Seconds an ended run is kept.
-        every: Seconds between prunes (a full batch goes on at once).
+        every: Seconds between prunes.
         batch: Top-level runs per transaction.
     """
 
     def __init__(
-        self, store: Store, keep: float, *, every: float = 60.0, batch: int = RETENTION_BATCH
+        self, store: Store, keep: float, *, every: float = 60.0, batch: int = BACKGROUND_BATCH
     ) -> None:
         self.store = store
         self.keep = check_keep(keep, "keep_runs")
@@ -140,12 +165,21 @@ class Retention:
     async def once(self) -> int:
         """Prune once (every full batch, then the events whose keep ran out); runs deleted."""
         now = time.time()
-        done = await prune_runs(self.store, before=now - self.keep, batch=self.batch)
+        deleted = 0
+        while True:
+            started = time.monotonic()
+            runs, _rows, full = await prune_batch(
+                self.store, before=now - self.keep, batch=self.batch
+            )
+            deleted += runs
+            self.pruned += runs
+            if not full:
+                break
+            await asyncio.sleep(time.monotonic() - started)
         await self.store.transact(lambda tx: tx.prune_signals(now))
-        if done.runs:
-            log.info("retention: pruned %d run(s) that ended before %.0f", done.runs, done.before)
-        self.pruned += done.runs
-        return done.runs
+        if deleted:
+            log.info("retention: pruned %d run(s) that ended %gs or more ago", deleted, self.keep)
+        return deleted
 
     async def run(self, stop: asyncio.Event) -> None:
         """Prune every `every` seconds until `stop` is set; a failed prune is tried again."""

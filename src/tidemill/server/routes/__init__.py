@@ -14,6 +14,7 @@ from tidemill.server.routes import (
     _items,
     _items_sync,
     _people,
+    _retention,
     _run_details,
     _run_feed,
     _runs,
@@ -32,6 +33,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     _items_sync.router,
     _people.router,
     _run_feed.router,  # before `_runs`: its `/api/runs/feed` is no `/{run_id}`
+    _retention.router,  # likewise `/api/runs/prune`
     _runs.router,
     _run_details.router,
     _events.router,

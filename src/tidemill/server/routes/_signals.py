@@ -57,9 +57,9 @@ class EventIn(Body):
     """How long to keep it when no step waits for it yet: seconds, or 30m, 12h, 7d
     (default 7 days, at most 366)."""
 
-    @field_validator("keep")
+    @field_validator("keep", mode="before")
     @classmethod
-    def _check_keep(cls, value: float | str | None) -> float | None:
+    def _check_keep(cls, value: Any) -> float | None:
         if value is None:
             return None
         seconds = parse_duration(value)
