@@ -19,7 +19,10 @@ from tidemill.store import Tx
 if TYPE_CHECKING:
     from tidemill.engine.triggers._scheduler import Scheduler
 
-__all__ = ["Handlers"]
+__all__ = ["Ended", "Handlers"]
+
+Ended = tuple[str, float, str, str, Any]
+"""A fired run that ended: (schedule path, fire time, run id, its status, its error)."""
 
 
 class Handlers:
@@ -30,10 +33,15 @@ class Handlers:
         self.started = 0
         """Handler runs this scheduler started."""
 
-    async def check(self) -> None:
-        """Record the outcome of every fired run that ended, and start its handler."""
-        ws = self.scheduler.workspace_name
-        ended = await self.scheduler.store.transact(lambda tx: tx.ended_fires(ws))
+    async def check(self, ended: list[Ended] | None = None) -> None:
+        """Record the outcome of every fired run that ended, and start its handler.
+
+        `ended` is `Tx.ended_fires` as the caller read it (None: read it now).
+        """
+        if ended is None:
+            ws = self.scheduler.workspace_name
+            read: list[Ended] = await self.scheduler.store.transact(lambda tx: tx.ended_fires(ws))
+            ended = read
         for path, fire_at, run_id, status, error in ended:
             await self._end(path, fire_at, run_id, status, error)
 

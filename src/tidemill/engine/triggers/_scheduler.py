@@ -7,7 +7,8 @@ on. Workers (`Worker(schedules=True)`, the default) and servers each run one;
 they may race freely.
 
 On each tick a scheduler re-reads the schedule items' paths and versions
-(one query; a changed item is parsed again), fires what is due, records the
+and the fired runs that ended (one transaction; a changed item is parsed
+again), fires what is due, records the
 outcome of fired runs that ended (starting `on_failure` or `on_recovery`,
 `_handlers`), plans the runs of the fires due before its next look (reading
 the target as the owner now, so that at the fire's time one transaction
@@ -28,7 +29,7 @@ from collections.abc import Callable
 
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.triggers._due import choose, due_fires
-from tidemill.engine.triggers._handlers import Handlers
+from tidemill.engine.triggers._handlers import Ended, Handlers
 from tidemill.engine.triggers._known import Known, Schedules
 from tidemill.engine.triggers._start import Ready, prepare_run, start_run, still_current
 from tidemill.store import Store, Tx
@@ -102,13 +103,13 @@ class Scheduler:
     async def tick(self) -> float:
         """Fire what is due now; return when to look next (seconds since the epoch)."""
         now = self.clock()
-        await self._refresh()
+        ended = await self._refresh()
         for known in list(self.schedules.by_path.values()):
             if known.cron is None:
                 known.advance(now)  # paused: its fires until now are not missed, just not due
             elif known.next_at is not None and known.next_at <= now:
                 await self._fire_due(known, now)
-        await self._handlers.check()
+        await self._handlers.check(ended)
         soonest = self.schedules.next_at()
         later = now + self.reread
         await self._plan_ahead(later)
@@ -137,15 +138,18 @@ class Scheduler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=delay)
 
-    async def _refresh(self) -> None:
+    async def _refresh(self) -> list[Ended]:
+        """Read the schedule items again, and the fired runs that ended (one transaction)."""
         ws = self.workspace_name
 
-        def read(tx: Tx) -> tuple[Rows, dict[str, float]]:
+        def read(tx: Tx) -> tuple[Rows, dict[str, float], list[Ended]]:
             rows = tx.schedule_items(ws)
-            return rows, tx.last_fires(ws) if self.schedules.unknown(rows) else {}
+            last = tx.last_fires(ws) if self.schedules.unknown(rows) else {}
+            return rows, last, tx.ended_fires(ws)
 
-        rows, last = await self.store.transact(read)
+        rows, last, ended = await self.store.transact(read)
         self.schedules.update(rows, last)
+        return ended
 
     async def _fire_due(self, known: Known, now: float) -> None:
         cron, spec = known.cron, known.spec
