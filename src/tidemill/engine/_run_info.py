@@ -42,6 +42,9 @@ class RunInfo:
     version of each workspace script and flow it included."""
     memory_id: str | None = None
     """Its memory id as stored (a UUID), when it was submitted with one."""
+    shown_result: Any = None
+    """The result as the API shows it: `result`, with each secret masked that a
+    step resolved and returned (the steps after it, and `wait`, get the real one)."""
 
     @property
     def done(self) -> bool:
@@ -54,7 +57,8 @@ def run_info(tx: Tx, run: RunRow, status: str | None = None) -> RunInfo:
     if status is None:
         status = tx.shown_status(run.id) or run.status
     result = tx.payload(run.id, "result") if status == "succeeded" else None
+    shown = tx.shown_result(run.id, result) if run.masked and status == "succeeded" else result
     return RunInfo(
         run.id, run.flow_name, status, result, run.error, run.created_at, run.finished_at,
-        run.run_as, run.source, run.memory_id,
+        run.run_as, run.source, run.memory_id, shown,
     )  # fmt: skip

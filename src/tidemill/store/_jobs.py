@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,9 @@ from tidemill.store._runs import RunQueries
 from tidemill.store._statements import dumps, lease_end
 
 __all__ = ["RUN_SUCCEEDED", "JobQueries", "shown_key"]
+
+_MASKED, _MASKED_END = "masked:", "masked;"
+"""The payload keys of steps' masked results: `masked:<step id>` (`;` sorts after `:`)."""
 
 RUN_SUCCEEDED = dumps({"status": "succeeded"})
 """The data of a succeeded run's `run_finished` event, as JSON text."""
@@ -113,6 +117,32 @@ class JobQueries(RunQueries, ResultQueries):
     def shown(self, run_id: str, job_id: int) -> Any:
         """What the API shows of a job of `run_id` (`record_shown`); None: nothing was kept."""
         return self.payload(run_id, shown_key(job_id))
+
+    def record_masked(self, run_id: str, step_id: str, shown_result: Any) -> None:
+        """A step of the run returned a secret: keep its masked result and mark the run.
+
+        The run's result is then shown from the masked results of its steps
+        (`put_shown_result`, when it ends), while the steps after it read the
+        real one.
+        """
+        self.put_payload(run_id, f"{_MASKED}{step_id}", shown_result)
+        self.execute("UPDATE tm_runs SET masked = 1 WHERE id = ?", (run_id,))
+
+    def masked_results(self, run_id: str) -> dict[str, Any]:
+        """The masked result of each step of the run that returned a secret, by step id."""
+        rows = self.all(
+            "SELECT key, body FROM tm_payloads WHERE run_id = ? AND key >= ? AND key < ?",
+            (run_id, _MASKED, _MASKED_END),
+        )
+        return {str(key)[len(_MASKED) :]: json.loads(body) for key, body in rows}
+
+    def put_shown_result(self, run_id: str, shown_result: Any) -> None:
+        """A masked run's result as the API shows it, its steps' secrets masked."""
+        self.put_payload(run_id, "shown_result", shown_result)
+
+    def shown_result(self, run_id: str, default: Any = None) -> Any:
+        """A masked run's result as shown (`put_shown_result`), or `default`."""
+        return self.payload(run_id, "shown_result", default)
 
     def finish_and_record(self, job: JobRow, *, status: str, value: Any, now: float) -> bool:
         """Finish a claimed job (fenced by its epoch) and record its step's result.

@@ -53,17 +53,21 @@ class RunRow:
     memory_id: str | None = None
     """The run's memory id, as stored (a UUID; `submit(memory_id=...)`), or None.
     Child runs have their root's."""
+    masked: bool = False
+    """A step of the run (or of a run under it) returned a secret it resolved: the
+    run's result is shown from its masked copy (`Tx.shown_result`)."""
 
     COLUMNS = (
         "id, root_id, parent_id, parent_job, child_index, scope, flow_name, digest, status, "
-        "concurrency_key, created_at, started_at, finished_at, error, run_as, source, memory_id"
+        "concurrency_key, created_at, started_at, finished_at, error, run_as, source, memory_id, "
+        "masked"
     )
 
     @classmethod
     def of(cls, row: tuple[Any, ...]) -> RunRow:
         """Build from a row selected with `COLUMNS`."""
         (id_, root, parent, job, index, scope, name, digest, status, key, *rest) = row
-        created, started, finished, error, run_as, source, memory_id = rest
+        created, started, finished, error, run_as, source, memory_id, masked = rest
         return cls(
             id_,
             root,
@@ -82,6 +86,7 @@ class RunRow:
             run_as,
             _json(source),
             memory_id,
+            bool(masked),
         )
 
 

@@ -63,7 +63,7 @@ class RunQueries(EventQueries):
     def insert_run(self, run: RunRow) -> None:
         """Add a run."""
         self.execute(
-            f"INSERT INTO tm_runs ({_RUN}) VALUES ({', '.join('?' * 17)})",
+            f"INSERT INTO tm_runs ({_RUN}) VALUES ({', '.join('?' * 18)})",
             (
                 run.id,
                 run.root_id,
@@ -82,6 +82,7 @@ class RunQueries(EventQueries):
                 run.run_as,
                 None if run.source is None else dumps(run.source),
                 run.memory_id,
+                int(run.masked),
             ),
         )
         self.add_event(run.id, *_created(run), now=run.created_at, root_id=run.root_id)

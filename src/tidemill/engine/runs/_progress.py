@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidemill.engine._ids import new_id
+from tidemill.engine._step_env import MASK
 from tidemill.engine.ai._child_runs import is_tool_child
 from tidemill.engine.runs._context import load_definition
 from tidemill.engine.runs._scope import Definitions, Scope, child_scope
-from tidemill.errors import LeaseLost, RunNotFound
+from tidemill.errors import ExpressionError, LeaseLost, RunNotFound
 from tidemill.flows import Step
 from tidemill.store import FINISHED_RUN, JobRow, RunRow, Tx
 
@@ -183,7 +184,27 @@ class Progress:
         context = {"flow_input": payload.get("flow_input", {}), "results": step_results}
         return scope.result.evaluate(context)
 
+    def _shown_result(self, run: RunRow, value: Any) -> Any:
+        """A masked run's result as shown: from its steps' masked results where they have one.
+
+        An expression that cannot be evaluated on the masked values (they are
+        strings where the real ones are) shows `***` for the whole result.
+        """
+        scope = self._scope(run)
+        masked = self.tx.masked_results(run.id)
+        if scope.result is None:
+            return masked.get(scope.last, value)
+        results = {**self.tx.results(run.id), **masked}
+        payload = self.tx.payload(run.id, "context", {})
+        context = {"flow_input": payload.get("flow_input", {}), "results": results}
+        try:
+            return scope.result.evaluate(context)
+        except ExpressionError:
+            return MASK
+
     def _finish_run(self, run: RunRow, value: Any) -> None:
+        if run.masked:
+            self.tx.put_shown_result(run.id, self._shown_result(run, value))
         self.tx.end_run(run.id, result=value, now=self.now)
         run.status = "succeeded"
         if run.parent_job is not None and is_tool_child(run.scope):
@@ -216,10 +237,13 @@ class Progress:
         if any(c.status != "succeeded" for c in children):
             return
         values = [self.tx.payload(c.id, "result") for c in children]
-        if step.for_each is not None or step.parallel is not None:
-            self._container_done(parent, job, values)
-        else:
-            self._container_done(parent, job, values[0])
+        many = step.for_each is not None or step.parallel is not None
+        if any(c.masked for c in children):  # the container's result is shown masked too
+            shown = [self.tx.shown_result(c.id, v) if c.masked else v for c, v in
+                     zip(children, values, strict=True)]  # fmt: skip
+            self.tx.record_masked(parent.id, job.step_id, shown if many else shown[0])
+            parent.masked = True
+        self._container_done(parent, job, values if many else values[0])
 
     def _container_done(self, run: RunRow, job: JobRow, value: Any) -> None:
         self.tx.finish_job(job.id, status="succeeded", now=self.now, epoch=None, expect="waiting")

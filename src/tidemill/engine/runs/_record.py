@@ -43,6 +43,10 @@ class Recording(Progress):
             self.tx.insert_usage(run, job, usage, self.now)
         if outcome.shown is not None:
             self.tx.record_shown(job, outcome.shown)
+            if outcome.status == "succeeded" and outcome.shown["result"] != outcome.result:
+                # It returned a secret it resolved: the run's result is shown masked.
+                self.tx.record_masked(run.id, job.step_id, outcome.shown["result"])
+                run.masked = True
         if outcome.status == "failed":
             self._failed(run, job, outcome)
         else:

@@ -4,7 +4,9 @@ Logs, errors, usage records' errors, and the messages of pauses and approvals:
 everything a job stores besides its result (an identity step's result is
 masked where it is made). The result is stored as it is, since later steps
 read it; `shown_copy` is the masked copy of a leaf step's inputs and result
-the job records beside it for the API to show.
+the job records beside it for the API to show. When masking changed the
+result, the run is marked (`Tx.record_masked`) and its result as the API
+shows it is built from the masked copies when it ends (`RunInfo.shown_result`).
 """
 
 from __future__ import annotations

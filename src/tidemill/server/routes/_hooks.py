@@ -92,7 +92,7 @@ class HookRun(BaseModel):
 
     @classmethod
     def of(cls, info: RunInfo) -> HookRun:
-        return cls(run_id=info.id, status=info.status, result=info.result, error=info.error)
+        return cls(run_id=info.id, status=info.status, result=info.shown_result, error=info.error)
 
 
 def _invalid(where: str, message: str) -> RequestValidationError:

@@ -6,7 +6,8 @@ journal, each entry marked replayed (written by an earlier execution of the
 step: before a pause, a crash or a takeover) or live.
 `GET /api/runs/{run_id}/jobs/{job_id}`: one job with its step's inputs and
 result as the job recorded them for showing, the secrets it resolved masked
-(results are stored unmasked, for the steps after it).
+(results are stored unmasked, for the steps after it; the run's result is
+shown from the masked copies, `RunInfo.shown_result`).
 
 The engine stores each run's flow definition by content digest when the run
 is submitted (`tm_definitions`): for a workspace path, the version it ran

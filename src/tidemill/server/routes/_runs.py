@@ -92,7 +92,7 @@ class RunOut(BaseModel):
         items = source.get("items")
         return cls(
             id=info.id, flow=info.flow, status=info.status,
-            result=info.result, error=info.error, created_at=info.created_at,
+            result=info.shown_result, error=info.error, created_at=info.created_at,
             finished_at=info.finished_at, run_as=info.run_as,
             path=run_path(workspace, info.source),
             version=version if isinstance(version, int) else None,
