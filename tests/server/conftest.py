@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +169,17 @@ def live(server_store: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
     """A server on a workspace of its own, with the team, and a worker in its process."""
     with serving(server_store, monkeypatch) as running:
         yield running
+
+
+def settled(client: httpx.Client, run_id: str) -> dict[str, Any]:
+    """The run once it has ended, as `client` sees it (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while True:
+        run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
+        if run["status"] in ("succeeded", "failed", "cancelled"):
+            return run
+        assert time.monotonic() < deadline, run
+        time.sleep(0.05)
 
 
 def sse_messages(text: str) -> list[dict[str, Any]]:

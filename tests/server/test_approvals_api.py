@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.server.conftest import Live
+from tests.server.conftest import Live, settled
 
 from tidemill import Engine
 from tidemill.errors import ApprovalDecisionError
@@ -47,16 +47,6 @@ def wait_for_approval(live: Live, run_id: str) -> dict[str, Any]:
             time.sleep(0.05)
 
 
-def finished(client: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
-        if run["status"] in ("succeeded", "failed", "cancelled"):
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.05)
-
-
 def test_a_named_approver_decides_and_others_are_refused(live: Live) -> None:
     live.ws.write("f/team/ship", "flow", approval_flow(approvers=["olga"]))
     with live.client("vic") as vic, live.client("olga") as olga, live.client("max") as max_:
@@ -77,7 +67,7 @@ def test_a_named_approver_decides_and_others_are_refused(live: Live) -> None:
         assert decided.status_code == 200, decided.text
         body = decided.json()
         assert (body["status"], body["decided_by"], body["comment"]) == ("approved", "olga", "ok")
-        assert finished(vic, run_id)["result"] == "shipped"
+        assert settled(vic, run_id)["result"] == "shipped"
         again = olga.post(f"/api/approvals/{approval['id']}/reject", json={})
         assert again.status_code == 409 and again.json()["type"] == "ApprovalDecisionError"
         # Decided ones are listed on asking, to who sees the run.
@@ -104,7 +94,7 @@ def test_with_no_approvers_whoever_sees_the_run_decides_and_a_rejection_fails_it
             assert denied.status_code == 403
         rejected = vic.post(f"/api/approvals/{approval['id']}/reject", json={"comment": "not yet"})
         assert rejected.status_code == 200, rejected.text
-        run = finished(olga, run_id)
+        run = settled(olga, run_id)
         assert run["status"] == "failed" and "not yet" in run["error"]["message"]
 
 
@@ -123,7 +113,7 @@ def test_a_step_may_forbid_self_approval(live: Live) -> None:
         assert caught.value.reason == "self"
         assert [a["id"] for a in pending(ada, run_id)] == [approval["id"]]
         assert ada.post(f"/api/approvals/{approval['id']}/approve", json={}).status_code == 200
-        assert finished(olga, run_id)["status"] == "succeeded"
+        assert settled(olga, run_id)["status"] == "succeeded"
 
 
 def test_decisions_of_the_wrong_kind_or_shape_are_4xx(live: Live) -> None:
@@ -189,7 +179,7 @@ def test_a_group_approver_lets_its_members_decide_and_no_one_else(live: Live) ->
         decided = max_.post(f"/api/approvals/{approval['id']}/approve", json={"comment": "go"})
         assert decided.status_code == 200, decided.text
         assert (decided.json()["status"], decided.json()["decided_by"]) == ("approved", "max")
-        assert finished(olga, run_id)["result"] == "shipped"
+        assert settled(olga, run_id)["result"] == "shipped"
 
 
 def test_group_membership_is_read_when_deciding(live: Live) -> None:
@@ -207,7 +197,7 @@ def test_group_membership_is_read_when_deciding(live: Live) -> None:
         rejected = vic.post(f"/api/approvals/{approval_id}/reject", json={"comment": "no"})
         assert rejected.status_code == 200, rejected.text
         assert rejected.json()["decided_by"] == "vic"
-        assert finished(olga, run_id)["status"] == "failed"
+        assert settled(olga, run_id)["status"] == "failed"
     # A member decides from Python too (the engine reads the run's workspace's groups).
     live.ws.write("f/team/mixed-2", "flow", approval_flow(approvers=["g/readers"]))
     with live.client("olga") as olga:
@@ -215,4 +205,4 @@ def test_group_membership_is_read_when_deciding(live: Live) -> None:
         approval_id = wait_for_approval(live, run_id)["id"]
         with Engine(live.db) as engine:
             assert engine.approve(approval_id, actor="vic").decided_by == "vic"
-        assert finished(olga, run_id)["result"] == "shipped"
+        assert settled(olga, run_id)["result"] == "shipped"

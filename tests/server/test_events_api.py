@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import Any
 
 import httpx
 import pytest
-from tests.server.conftest import Live
+from tests.server.conftest import Live, settled
 
 from tidemill.server.routes import _signals as signal_routes
 
@@ -33,16 +32,6 @@ def _waiting_run(live: Live, client: httpx.Client) -> str:
         time.sleep(0.05)
 
 
-def _finished(client: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
-        if run["status"] in ("succeeded", "failed", "cancelled"):
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.05)
-
-
 def test_an_event_sent_over_http_ends_the_run_waiting_for_it(live: Live) -> None:
     with live.client("vic") as client:  # a viewer of f/team: may run the flow, so send to it
         run_id = _waiting_run(live, client)
@@ -57,7 +46,7 @@ def test_an_event_sent_over_http_ends_the_run_waiting_for_it(live: Live) -> None
         assert sent["delivered_to"] == [run_id]
         assert (sent["kept_until"], sent["duplicate"]) == (None, False)
         assert isinstance(sent["event_id"], int)
-        done = _finished(client, run_id)
+        done = settled(client, run_id)
         assert (done["status"], done["result"]) == ("succeeded", {"amount": 10})
         listed = client.get("/api/runs", params={"path": "f/team/wait"}).json()["runs"]
         assert [r["waiting_for"] for r in listed if r["id"] == run_id] == [None]

@@ -8,11 +8,7 @@ unmasked). On both stores, for whoever may see the run.
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
-import httpx
-from tests.server.conftest import Live
+from tests.server.conftest import Live, settled
 
 LEAK = (
     "def main(key: str, conf: dict, n: int):\n"
@@ -46,16 +42,6 @@ CONF_TYPE = {
     "type": "object",
     "properties": {"token": {"type": "string", "writeOnly": True}, "region": {"type": "string"}},
 }
-
-
-def settled(client: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
-        if run["status"] in ("succeeded", "failed", "cancelled"):
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.05)
 
 
 def test_a_jobs_inputs_result_and_logs_show_its_secrets_masked(live: Live) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.server.conftest import Live, sse_messages
+from tests.server.conftest import Live, settled, sse_messages
 
 from tidemill import Engine, Flow
 from tidemill.store import RunReach, Store, StoreURL, Tx, run_page, upgrade
@@ -33,16 +33,6 @@ def submit(client: httpx.Client, path: str, **body: Any) -> dict[str, Any]:
     assert answer.status_code == 201, answer.text
     run: dict[str, Any] = answer.json()
     return run
-
-
-def settled(client: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
-        if run["status"] in ("succeeded", "failed", "cancelled"):
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.05)
 
 
 def every(client: httpx.Client, **params: Any) -> list[dict[str, Any]]:

@@ -14,8 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.server.conftest import Live
-from tests.server.test_job_detail_api import settled
+from tests.server.conftest import Live, settled
 
 from tidemill.errors import ItemNotFound
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from tests.server.conftest import Live
+from tests.server.conftest import Live, settled
 
 from tidemill import Engine, Flow
 from tidemill.store import Store, StoreURL, Tx
@@ -28,16 +28,6 @@ DAY = 86400.0
 FAIL = {"steps": [{"id": "boom", "script": "def main():\n    raise ValueError('no')\n"}]}
 ONE = {"steps": [{"id": "one", "script": "def main():\n    return 1\n"}]}
 WAITING = {"steps": [{"id": "paid", "wait_for_event": {"name": "order_paid", "key": "'42'"}}]}
-
-
-def settled(client: httpx.Client, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while True:
-        run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
-        if run["status"] in ("succeeded", "failed", "cancelled"):
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.05)
 
 
 def submit(client: httpx.Client, path: str, **body: Any) -> str:
