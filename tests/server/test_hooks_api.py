@@ -8,13 +8,13 @@ a JSON body, maybe an `Idempotency-Key`.
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
 from tests.server.conftest import Live
+from tests.server.conftest import settled as run_once_ended
 
 from tidemill.cli import main
 from tidemill.errors import ItemNotFound
@@ -56,14 +56,8 @@ def runs_of(live: Live, path: str) -> list[dict[str, Any]]:
 
 def settled(live: Live, run_id: str) -> dict[str, Any]:
     """The run once it ended, as ada sees it."""
-    deadline = time.monotonic() + 60
     with live.client("ada") as client:
-        while True:
-            run: dict[str, Any] = client.get(f"/api/runs/{run_id}").json()
-            if run["status"] in ("succeeded", "failed", "cancelled"):
-                return run
-            assert time.monotonic() < deadline, run
-            time.sleep(0.05)
+        return run_once_ended(client, run_id)
 
 
 def hook_token(live: Live, user: str, path: str) -> str:
