@@ -243,9 +243,14 @@ async def test_a_webhook_key_starts_one_run(engine: AsyncEngine) -> None:
     other = await engine.submit_path(workspace, "f/shop/greet", idempotency_key="k2")
     assert first == again != other
     racing = await asyncio.gather(
-        *[engine.submit_path(workspace, "f/shop/greet", idempotency_key="k3") for _ in range(4)]
+        *[engine.start_path(workspace, "f/shop/greet", idempotency_key="k3") for _ in range(4)]
     )
-    assert len(set(racing)) == 1
+    assert len({run_id for run_id, _ in racing}) == 1
+    assert sorted(created for _, created in racing) == [False, False, False, True]
+    assert await engine.start_path(workspace, "f/shop/greet", idempotency_key="k1") == (
+        first,
+        False,
+    )
     assert len(await engine.runs(limit=50)) == 3
 
 

@@ -221,6 +221,30 @@ class AsyncEngine(Deciding, Signalling, Pruning, RunEvents):
             FlowInputError: `inputs` does not fit the flow's input schema.
             ConfigurationError: The workspace is in another database.
         """
+        run_id, _created = await self.start_path(
+            workspace, path, inputs, draft=draft, memory_id=memory_id, start_at=start_at,
+            idempotency_key=idempotency_key,
+        )  # fmt: skip
+        return run_id
+
+    async def start_path(
+        self,
+        workspace: AsyncWorkspace,
+        path: str,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        draft: bool = False,
+        memory_id: str | None = None,
+        start_at: float | datetime | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[str, bool]:
+        """`submit_path`, answering `(run id, created)`.
+
+        `created` is False when `idempotency_key` named a run an earlier call
+        started (the run returned is that one, and nothing started): a
+        webhook answers such a replay with `Idempotent-Replayed: true`, even
+        when the two calls raced.
+        """
         if workspace.store is not self.store and str(workspace.store.url) != str(self.url):
             raise ConfigurationError(
                 f"The workspace is in {workspace.store.url}, the engine in {self.url}: "
@@ -238,7 +262,7 @@ class AsyncEngine(Deciding, Signalling, Pruning, RunEvents):
         )  # fmt: skip
         if created:
             await workspace.record_run(run_id, plan)
-        return run_id
+        return run_id, created
 
     async def get(self, run_id: str) -> RunInfo:
         """The run as it stands now."""

@@ -168,20 +168,13 @@ async def start(
     who.require("hooks", "write", path)
     seconds = _wait_seconds(wait)
     inputs = await _inputs(request)
-    workspace = who.ws
-    first = None
-    if idempotency_key is not None:
-        key = idempotency_key
-        first = await state.engine.store.transact(
-            lambda tx: tx.hook_key_run(workspace.name, path, key)
-        )
     try:
-        run_id = await state.engine.submit_path(
-            workspace, path, inputs, idempotency_key=idempotency_key
+        run_id, created = await state.engine.start_path(
+            who.ws, path, inputs, idempotency_key=idempotency_key
         )
     except FlowInputError as exc:
         return error_response(422, type(exc).__name__, exc.message, exc.hint, problems=exc.errors)
-    if first is not None and first == run_id:
+    if not created:
         response.headers[REPLAYED_HEADER] = "true"
     info = None if seconds is None else await _waited(state, run_id, seconds)
     if info is None:
