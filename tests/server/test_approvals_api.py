@@ -11,6 +11,7 @@ from tests.server.conftest import Live, settled
 
 from tidemill import Engine
 from tidemill.errors import ApprovalDecisionError
+from tidemill.server.routes import _approvals as approval_routes
 
 THEN = {"id": "done", "script": "def main():\n    return 'shipped'\n"}
 
@@ -206,3 +207,38 @@ def test_group_membership_is_read_when_deciding(live: Live) -> None:
         with Engine(live.db) as engine:
             assert engine.approve(approval_id, actor="vic").decided_by == "vic"
         assert settled(olga, run_id)["result"] == "shipped"
+
+
+def test_approvals_are_read_a_page_at_a_time_until_the_callers_are_found(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Approvals the caller may not see come first; the list reads on past them."""
+    monkeypatch.setattr(approval_routes, "_PAGE", 2)
+    live.ws.add_folder("vault")  # vic has no role on it
+    live.ws.write("f/vault/ship", "flow", approval_flow())
+    live.ws.write("f/team/ship", "flow", approval_flow())
+    with live.client("ada") as ada:
+        hidden = [start(ada, "f/vault/ship") for _ in range(3)]
+        for run_id in hidden:
+            wait_for_approval(live, run_id)
+        seen = [start(ada, "f/team/ship") for _ in range(3)]
+        for run_id in seen:
+            wait_for_approval(live, run_id)
+        everything = ada.get("/api/approvals").json()
+        assert [a["run_id"] for a in everything] == [*hidden, *seen]  # oldest first
+        assert [a["run_id"] for a in ada.get("/api/approvals", params={"limit": 4}).json()] == [
+            *hidden,
+            seen[0],
+        ]
+    with live.client("vic") as vic:
+        listed = vic.get("/api/approvals").json()
+        assert [a["run_id"] for a in listed] == seen
+        two = vic.get("/api/approvals", params={"limit": 2}).json()
+        assert [a["run_id"] for a in two] == seen[:2]
+        for approval in listed:
+            assert vic.post(f"/api/approvals/{approval['id']}/approve", json={}).status_code == 200
+        for run_id in seen:
+            assert settled(vic, run_id)["status"] == "succeeded"
+        decided = vic.get("/api/approvals", params={"status": "approved"}).json()
+        assert [a["run_id"] for a in decided] == seen
+        assert vic.get("/api/approvals").json() == []

@@ -191,14 +191,22 @@ async def tail_start(engine: AsyncEngine, run_id: str, count: int) -> int:
 
 
 async def approvals_with_runs(
-    engine: AsyncEngine, *, status: str | None = "pending", run_id: str | None = None
+    engine: AsyncEngine,
+    *,
+    status: str | None = "pending",
+    run_id: str | None = None,
+    limit: int | None = None,
+    after: tuple[float, str] | None = None,
 ) -> list[tuple[ApprovalRow, RunRow]]:
-    """Approvals (oldest first), each with its top-level run, read in one transaction."""
+    """Approvals (oldest first), each with its top-level run, read in one transaction.
+
+    `limit` and `after` (`(created_at, id)` of the page before's last) read a page.
+    """
 
     def read(tx: Tx) -> list[tuple[ApprovalRow, RunRow]]:
         runs: dict[str, RunRow | None] = {}
         found = []
-        for approval in tx.approvals(status=status, root_id=run_id):
+        for approval in tx.approvals(status=status, root_id=run_id, limit=limit, after=after):
             if approval.root_id not in runs:
                 runs[approval.root_id] = tx.run(approval.root_id)
             run = runs[approval.root_id]

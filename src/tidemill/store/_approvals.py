@@ -68,19 +68,37 @@ class ApprovalQueries(EventQueries):
         return [str(row[0]) for row in rows]
 
     def approvals(
-        self, *, status: str | None = "pending", root_id: str | None = None
+        self,
+        *,
+        status: str | None = "pending",
+        root_id: str | None = None,
+        limit: int | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[ApprovalRow]:
-        """Approvals, oldest first, filtered by status and run."""
-        where, params = ["1 = 1"], []
+        """Approvals, oldest first, filtered by status and run.
+
+        `limit` and `after` (the `(created_at, id)` of the last one of the page
+        before) read them a page at a time, in the order of the index on
+        `(status, created_at, id)`.
+        """
+        where: list[str] = ["1 = 1"]
+        params: list[object] = []
         if status is not None:
             where.append("status = ?")
             params.append(status)
         if root_id is not None:
             where.append("root_id = ?")
             params.append(root_id)
+        if after is not None:
+            where.append("(created_at > ? OR (created_at = ? AND id > ?))")
+            params += [after[0], after[0], after[1]]
+        page = ""
+        if limit is not None:
+            page = " LIMIT ?"
+            params.append(limit)
         rows = self.all(
             f"SELECT {_APPROVAL} FROM tm_approvals WHERE {' AND '.join(where)} "
-            "ORDER BY created_at, id",
+            f"ORDER BY created_at, id{page}",
             params,
         )
         return [ApprovalRow.of(row) for row in rows]

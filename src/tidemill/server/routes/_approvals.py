@@ -155,6 +155,10 @@ async def _decide(
     return ApprovalOut.of(row, run, access.workspace)
 
 
+_PAGE = 500
+"""How many approvals `GET /api/approvals` reads at a time, as it looks for the caller's."""
+
+
 @router.get("", response_model=list[ApprovalOut])
 async def list_approvals(
     who: SignedIn,
@@ -170,14 +174,19 @@ async def list_approvals(
     """
     who.require("approvals", "read")
     access = await RunAccess.of(who)
-    rows = await approvals_with_runs(
-        state.engine, status=None if status == "any" else status, run_id=run_id
-    )
-    found = [
-        ApprovalOut.of(row, run, access.workspace)
-        for row, run in rows
-        if access.may_list(_naming(access, row), run.run_as, run.source)
-    ]
+    found: list[ApprovalOut] = []
+    after: tuple[float, str] | None = None
+    while len(found) < limit:  # a page at a time, until the caller's are found
+        rows = await approvals_with_runs(
+            state.engine, status=None if status == "any" else status, run_id=run_id,
+            limit=_PAGE, after=after,
+        )  # fmt: skip
+        for row, run in rows:
+            if access.may_list(_naming(access, row), run.run_as, run.source):
+                found.append(ApprovalOut.of(row, run, access.workspace))
+        if len(rows) < _PAGE:
+            break
+        after = (rows[-1][0].created_at, rows[-1][0].id)
     return found[:limit]
 
 

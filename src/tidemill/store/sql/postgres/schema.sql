@@ -382,3 +382,6 @@ CREATE INDEX tm_runs_digest ON tm_runs (digest);
 -- for the steps after them): its result is shown with those secrets masked
 -- (the `shown_result` payload), made when it ends.
 ALTER TABLE tm_runs ADD COLUMN masked INTEGER NOT NULL DEFAULT 0;
+
+-- `GET /api/approvals` reads approvals a page at a time, oldest first, by status.
+CREATE INDEX tm_approvals_listed ON tm_approvals (status, created_at, id);
