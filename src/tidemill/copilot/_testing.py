@@ -29,7 +29,7 @@ from tidemill.copilot._editing import current_flow
 from tidemill.copilot._outline import find_step
 from tidemill.copilot._session import CopilotSession, refusal, refused, session_of
 from tidemill.engine import AsyncEngine
-from tidemill.engine._run_pages import job_view, run_definition, runs_page
+from tidemill.engine._run_pages import job_view, runs_page
 from tidemill.errors import RunFailed, RunNotFound, RunStateError, RunTimeout, TidemillError
 from tidemill.flows import Flow
 from tidemill.store import RunReach
@@ -59,12 +59,10 @@ async def run_view(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
     """A run as the model reads it: status, result or error, each step's result, logs.
 
     Only what the engine masks is shown: each job's result with the secrets
-    it resolved masked, and the logs. The run's own result is not masked
-    where it is stored, so it is shown as its last step's masked result, and
-    left out when the flow computes it with a `result` expression.
+    it resolved masked, the run's result as the API shows it
+    (`RunInfo.shown_result`), and the logs.
     """
     info = await engine.get(run_id)
-    _, definition = await run_definition(engine, run_id)
     steps = []
     for job in await engine.jobs(run_id):
         _, shown = await job_view(engine, run_id, job.id)
@@ -78,11 +76,7 @@ async def run_view(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
                 "top": job.run_id == info.id,
             }
         )
-    result: Any = None
-    if info.status == "succeeded" and not definition.get("result"):
-        last = (definition.get("steps") or [{}])[-1].get("id")
-        ends = [s for s in steps if s["top"] and s["step"] == last and s["status"] == "succeeded"]
-        result = ends[-1]["result"] if ends else None
+    result: Any = info.shown_result if info.status == "succeeded" else None
     for step in steps:
         del step["top"]
     logs = "".join(row.body for row in await engine.logs(run_id))
