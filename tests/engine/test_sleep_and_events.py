@@ -21,6 +21,7 @@ import pytest
 from tidemill.engine import AsyncEngine, Wait
 from tidemill.errors import InvalidOption, RunFailed
 from tidemill.flows import Flow
+from tidemill.store import Tx
 from tidemill.workspace import AsyncWorkspace
 
 pytestmark = pytest.mark.timeout(120)
@@ -353,3 +354,21 @@ async def test_events_racing_steps_that_start_to_wait_are_never_lost(store_url: 
     finally:
         await sender.close()
         await runner.close()
+
+
+async def test_a_worker_deletes_the_events_whose_keep_ran_out(engine: AsyncEngine) -> None:
+    """No more sends need to come: a worker's sweep deletes expired events once a minute."""
+    gone = await engine.send_event("order_paid", "Z-1", {"amount": 1}, keep=1.0)
+    kept = await engine.send_event("order_paid", "Z-2", {"amount": 2})  # (a send prunes too)
+    await asyncio.sleep(1.1)  # the first one's keep runs out
+
+    def ids(tx: Tx) -> list[int]:
+        return [int(i) for (i,) in tx.all("SELECT id FROM tm_signals ORDER BY id")]
+
+    assert await engine.store.transact(ids) == [gone.event_id, kept.event_id]
+    async with engine.worker(poll=0.05):
+        for _ in range(200):
+            if await engine.store.transact(ids) == [kept.event_id]:
+                break
+            await asyncio.sleep(0.05)
+    assert await engine.store.transact(ids) == [kept.event_id]

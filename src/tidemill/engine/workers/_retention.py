@@ -7,8 +7,7 @@ transaction so that a large prune never holds the database for long.
 `Retention` is a worker's standing policy (`Worker(keep_runs=...)`, `tidemill
 worker --keep-runs 30d`): every `every` seconds it prunes what has grown
 older than the limit, in smaller batches paced to leave the database to the
-runs at least half the time.
-Events whose keep ran out go too. Any number of workers may prune one store:
+runs at least half the time. Any number of workers may prune one store:
 each batch re-checks its runs in the deleting transaction.
 """
 
@@ -163,7 +162,7 @@ class Retention:
         """Top-level runs this policy deleted."""
 
     async def once(self) -> int:
-        """Prune once (every full batch, then the events whose keep ran out); runs deleted."""
+        """Prune once, every full batch; how many top-level runs went."""
         now = time.time()
         deleted = 0
         while True:
@@ -176,7 +175,6 @@ class Retention:
             if not full:
                 break
             await asyncio.sleep(time.monotonic() - started)
-        await self.store.transact(lambda tx: tx.prune_signals(now))
         if deleted:
             log.info("retention: pruned %d run(s) that ended %gs or more ago", deleted, self.keep)
         return deleted

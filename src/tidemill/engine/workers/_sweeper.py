@@ -5,6 +5,9 @@ steps whose sleep ended, or whose wait for an event reached its deadline,
 end (`Transition.wake_due`). One sweep is a couple of indexed reads however
 many runs wait, and the next sweep is timed to the earliest wait's end (at
 most `poll` seconds away, so waits parked by other workers are seen too).
+Once a minute a sweep also deletes the events sent to runs whose keep ran
+out (`Tx.prune_signals`, a batch at a time), so that they do not pile up
+in a store where no more events are sent.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from tidemill.engine.runs._transition import Transition
 from tidemill.errors import StoreError
 from tidemill.store import Store, Tx
 
-__all__ = ["Sweeper"]
+__all__ = ["SIGNALS_EVERY", "Sweeper"]
+
+SIGNALS_EVERY = 60.0
+"""Seconds between two sweeps that delete expired events."""
 
 log = logging.getLogger("tidemill.worker")
 
@@ -39,6 +45,9 @@ class Sweeper:
         self.poll = poll
         self.batch = batch
         self._at = 0.0  # monotonic time of the next sweep
+        self._signals_at = 0.0  # monotonic time of the next deletion of expired events
+        self.signals_pruned = 0
+        """Expired events this sweeper deleted."""
 
     def due(self) -> bool:
         """Whether it is time to sweep."""
@@ -55,19 +64,25 @@ class Sweeper:
 
     async def sweep(self) -> bool:
         """Sweep once; True when it moved a run on (jobs may be queued)."""
+        prune = time.monotonic() >= self._signals_at
 
-        def sweep(tx: Tx) -> tuple[int, float | None, bool]:
-            change = Transition(tx, self.defs, time.time())
+        def sweep(tx: Tx) -> tuple[int, float | None, bool, int]:
+            now = time.time()
+            change = Transition(tx, self.defs, now)
             expired = change.expire_approvals()
             woken = change.wake_due(self.batch)
-            return woken, tx.next_wait_due(), bool(expired or woken)
+            pruned = tx.prune_signals(now) if prune else 0
+            return woken, tx.next_wait_due(), bool(expired or woken), pruned
 
         try:
-            woken, next_due, moved = await self.store.transact(sweep)
+            woken, next_due, moved, pruned = await self.store.transact(sweep)
         except StoreError as exc:
             log.warning("sweep failed, will retry: %s", exc)
             self._at = time.monotonic() + self.poll
             return False
+        if prune:
+            self.signals_pruned += pruned
+            self._signals_at = time.monotonic() + SIGNALS_EVERY
         wait = self.poll if next_due is None else min(self.poll, next_due - time.time())
         self._at = time.monotonic() + (0.0 if woken >= self.batch else max(0.0, wait))
         return moved
