@@ -1,4 +1,4 @@
-"""Prometheus metrics of a worker's AI steps, with label values from closed sets.
+"""Prometheus metrics of a worker's AI steps and background work, with bounded labels.
 
 A `Metrics` holds its own `prometheus_client.CollectorRegistry` (never the
 process-wide default one); a worker hands it to the AI step executors
@@ -16,7 +16,12 @@ thousand models or tools cannot add a thousand series:
   then `other`;
 - `tool`: a tool declared by the step, among the first `max_tools` (100)
   distinct names this worker sees, else `other`;
-- `bound`: one of `BOUNDS`, else `other`; `outcome`, `direction`: fixed sets.
+- `bound`: one of `BOUNDS`, else `other`; `outcome`, `direction`: fixed sets;
+- `status` of a schedule fire: one of `FIRE_STATUSES`.
+
+Besides the AI steps, a worker counts its background work: the schedule
+fires its schedulers recorded, the waits its sweeps ended, and the runs its
+retention deleted.
 """
 
 from __future__ import annotations
@@ -35,7 +40,16 @@ if TYPE_CHECKING:
 
     from prometheus_client import CollectorRegistry
 
-__all__ = ["BOUNDS", "OTHER", "PROVIDERS", "Capped", "Metrics", "MetricsServer", "serve"]
+__all__ = [
+    "BOUNDS",
+    "FIRE_STATUSES",
+    "OTHER",
+    "PROVIDERS",
+    "Capped",
+    "Metrics",
+    "MetricsServer",
+    "serve",
+]
 
 OTHER = "other"
 """The label value of everything outside a closed set."""
@@ -55,6 +69,9 @@ BOUNDS: frozenset[str] = frozenset(
     }
 )
 """The bounds of an `ai_agent` step, as `bound` label values."""
+
+FIRE_STATUSES: frozenset[str] = frozenset({"started", "skipped", "failed"})
+"""What becomes of a schedule fire, as `status` label values."""
 
 _MAX_LABEL = 128
 """Longer names (or ones with control characters) are `other`."""
@@ -243,6 +260,37 @@ class Metrics:
             "Seconds one ai_agent step segment (an attempt, or its part up to a pause) took.",
             ["outcome"], buckets=_STEP_SECONDS, registry=reg,
         )  # fmt: skip
+        self._fires = Counter(
+            "tidemill_schedule_fires",
+            "Schedule fires this process recorded, by what became of them.",
+            ["status"], registry=reg,
+        )  # fmt: skip
+        self._woken = Counter(
+            "tidemill_waits_woken",
+            "Waiting steps (sleeps, event waits at their deadline) this worker's sweeps ended.",
+            registry=reg,
+        )
+        self._pruned = Counter(
+            "tidemill_runs_pruned",
+            "Top-level runs this worker's retention deleted (each with the runs under it).",
+            registry=reg,
+        )
+
+    def schedule_fires(self, status: str, count: int = 1) -> None:
+        """Count fires recorded `started`, `skipped` or `failed` (anything else: `other`)."""
+        if count > 0:
+            label = status if status in FIRE_STATUSES else OTHER
+            self._fires.labels(status=label).inc(count)
+
+    def waits_woken(self, count: int) -> None:
+        """Count waits a sweep ended."""
+        if count > 0:
+            self._woken.inc(count)
+
+    def runs_pruned(self, count: int) -> None:
+        """Count top-level runs retention deleted."""
+        if count > 0:
+            self._pruned.inc(count)
 
     def labels(self, record: Mapping[str, Any]) -> tuple[str, str]:
         """The `model` and `provider` label values of a usage record."""

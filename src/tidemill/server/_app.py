@@ -79,6 +79,7 @@ async def _scheduling(
         engine.defs,
         workspace_name=config.workspace,
         on_fired=None if worker is None else worker.wake,
+        metrics=state.metrics,
     )
     stop = asyncio.Event()
     task = asyncio.create_task(scheduler.run(stop))

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.triggers._due import choose, due_fires
@@ -34,6 +35,9 @@ from tidemill.engine.triggers._known import Known, Schedules
 from tidemill.engine.triggers._start import Ready, prepare_run, start_run, still_current
 from tidemill.store import Store, Tx
 from tidemill.workspace import DEFAULT_WORKSPACE, AsyncWorkspace
+
+if TYPE_CHECKING:
+    from tidemill.engine._metrics import Metrics
 
 __all__ = ["Scheduler"]
 
@@ -55,6 +59,8 @@ class Scheduler:
             new or edited schedule, and a fired run that ended, are seen.
         on_fired: Called after a transaction that started runs (a worker in
             this process claims them at once).
+        metrics: Where the fires it records are counted, by status
+            (`tidemill_schedule_fires_total`).
 
     Examples:
         >>> import asyncio
@@ -77,8 +83,10 @@ class Scheduler:
         clock: Callable[[], float] = time.time,
         reread: float = 1.0,
         on_fired: Callable[[], None] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        self.metrics = metrics
         self.defs = defs
         self.workspace_name = workspace_name
         self.clock = clock
@@ -176,7 +184,10 @@ class Scheduler:
                 for fire_at in fires
             )
 
-        self.fired += await self.store.transact(write)
+        skipped = await self.store.transact(write)
+        self.fired += skipped
+        if self.metrics is not None:
+            self.metrics.schedule_fires("skipped", skipped)
 
     async def _fire(self, known: Known, fire_at: float) -> None:
         """Start the run of one fire, or record why it could not start; once, whoever is first."""
@@ -199,6 +210,8 @@ class Scheduler:
             )
         inserted, started = outcome if isinstance(outcome, tuple) else (False, None)
         self.fired += inserted
+        if inserted and self.metrics is not None:
+            self.metrics.schedule_fires("failed" if isinstance(ready, str) else "started")
         if isinstance(ready, str) and inserted:
             log.warning("schedule %s could not fire at %s: %s", known.path, fire_at, ready)
         if started is not None and self.on_fired is not None:

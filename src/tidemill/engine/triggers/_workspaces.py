@@ -17,12 +17,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.triggers._scheduler import Scheduler
 from tidemill.errors import StoreError
 from tidemill.store import Store
 from tidemill.workspace import DEFAULT_WORKSPACE
+
+if TYPE_CHECKING:
+    from tidemill.engine._metrics import Metrics
 
 __all__ = ["WorkspaceSchedulers"]
 
@@ -37,6 +41,7 @@ class WorkspaceSchedulers:
         defs: Flow definitions already parsed (shared with the worker).
         on_fired: Called after a transaction that started runs.
         look: Seconds between two reads of which workspaces have schedules.
+        metrics: Where the schedulers count the fires they record.
 
     Examples:
         >>> import asyncio
@@ -63,8 +68,10 @@ class WorkspaceSchedulers:
         *,
         on_fired: Callable[[], None] | None = None,
         look: float = 10.0,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        self.metrics = metrics
         self.defs = defs
         self.on_fired = on_fired
         self.look = look
@@ -79,7 +86,11 @@ class WorkspaceSchedulers:
         started = [name for name in dict.fromkeys(names) if name not in self.running]
         for name in started:
             scheduler = Scheduler(
-                self.store, self.defs, workspace_name=name, on_fired=self.on_fired
+                self.store,
+                self.defs,
+                workspace_name=name,
+                on_fired=self.on_fired,
+                metrics=self.metrics,
             )
             self.running[name] = scheduler
             self._tasks.append(asyncio.create_task(scheduler.run(self._stop)))

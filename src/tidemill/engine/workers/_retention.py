@@ -20,9 +20,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tidemill.errors import InvalidOption, StoreError
 from tidemill.store import Store, Tx
+
+if TYPE_CHECKING:
+    from tidemill.engine._metrics import Metrics
 
 __all__ = [
     "BACKGROUND_BATCH",
@@ -149,12 +153,20 @@ class Retention:
         keep: Seconds an ended run is kept.
         every: Seconds between prunes.
         batch: Top-level runs per transaction.
+        metrics: Where the runs it deletes are counted (`tidemill_runs_pruned_total`).
     """
 
     def __init__(
-        self, store: Store, keep: float, *, every: float = 60.0, batch: int = BACKGROUND_BATCH
+        self,
+        store: Store,
+        keep: float,
+        *,
+        every: float = 60.0,
+        batch: int = BACKGROUND_BATCH,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
+        self.metrics = metrics
         self.keep = check_keep(keep, "keep_runs")
         self.every = every
         self.batch = batch
@@ -172,6 +184,8 @@ class Retention:
             )
             deleted += runs
             self.pruned += runs
+            if self.metrics is not None:
+                self.metrics.runs_pruned(runs)
             if not full:
                 break
             await asyncio.sleep(time.monotonic() - started)

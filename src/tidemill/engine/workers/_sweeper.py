@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from tidemill.engine.runs._scope import Definitions
 from tidemill.engine.runs._transition import Transition
 from tidemill.errors import StoreError
 from tidemill.store import Store, Tx
+
+if TYPE_CHECKING:
+    from tidemill.engine._metrics import Metrics
 
 __all__ = ["SIGNALS_EVERY", "Sweeper"]
 
@@ -37,10 +41,20 @@ class Sweeper:
         poll: The longest time between two sweeps (seconds).
         batch: The most waits one sweep ends; when it ends that many, the
             next sweep comes at once.
+        metrics: Where the waits it ends are counted (`tidemill_waits_woken_total`).
     """
 
-    def __init__(self, store: Store, defs: Definitions, *, poll: float, batch: int = 200) -> None:
+    def __init__(
+        self,
+        store: Store,
+        defs: Definitions,
+        *,
+        poll: float,
+        batch: int = 200,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.store = store
+        self.metrics = metrics
         self.defs = defs
         self.poll = poll
         self.batch = batch
@@ -83,6 +97,8 @@ class Sweeper:
         if prune:
             self.signals_pruned += pruned
             self._signals_at = time.monotonic() + SIGNALS_EVERY
+        if self.metrics is not None:
+            self.metrics.waits_woken(woken)
         wait = self.poll if next_due is None else min(self.poll, next_due - time.time())
         self._at = time.monotonic() + (0.0 if woken >= self.batch else max(0.0, wait))
         return moved

@@ -101,9 +101,9 @@ class Worker:
         max_claims: A job claimed more often than this (each worker holding it
             died or hung past its lease) fails with `WorkerLost` instead of
             being run again.
-        metrics: Where AI steps count their model calls, tokens, tool calls
-            and bound crossings (see `tidemill.engine.Metrics`); None (the
-            default) records nothing.
+        metrics: Where AI steps count their model calls, tokens, tool calls and
+            bound crossings, and the worker its schedule fires, woken waits and
+            pruned runs (`tidemill.engine.Metrics`); None records nothing.
         run_id: Execute only this top-level run and the runs it spawns (its
             branches, loops, sub-flows and the child runs of its agents' tool
             calls): the claims take no other job. None (the default) takes
@@ -186,8 +186,8 @@ class Worker:
         self._wake = asyncio.Event()
         self._preparer = Preparer(self.defs)
         self._references = References(store)
-        self._sweeper = Sweeper(store, self.defs, poll=self.poll)
-        self.retention = None if keep_runs is None else Retention(store, keep_runs)
+        self._sweeper = Sweeper(store, self.defs, poll=self.poll, metrics=metrics)
+        self.retention = None if keep_runs is None else Retention(store, keep_runs, metrics=metrics)
         self.reclaim_every = min(1.0, lease / 4)
         self._last_reclaim = 0.0
         self.processed = 0
@@ -236,7 +236,9 @@ class Worker:
         if channel is not None:
             helpers.append(asyncio.create_task(listen_forever(self.store, self._wake)))
         if self.schedules and self.run_id is None:
-            schedulers = WorkspaceSchedulers(self.store, self.defs, on_fired=self.wake)
+            schedulers = WorkspaceSchedulers(
+                self.store, self.defs, on_fired=self.wake, metrics=self.metrics
+            )
             helpers.append(asyncio.create_task(schedulers.run(stop)))
         if self.retention is not None and self.run_id is None:
             helpers.append(asyncio.create_task(self.retention.run(stop)))
