@@ -11,6 +11,8 @@ from tidemill.engine import AsyncEngine
 from tidemill.errors import (
     ApprovalDecisionError,
     FlowInputError,
+    FlowValidationError,
+    InvalidOption,
     RunFailed,
     RunNotFound,
     RunStateError,
@@ -406,3 +408,18 @@ async def test_a_failure_in_nested_loops_names_every_index(engine: AsyncEngine) 
         with pytest.raises(RunFailed) as caught:
             await engine.wait(run_id, timeout=60)
     assert caught.value.step == "outer[1]/inner[1]/x"
+
+
+async def test_a_flow_given_as_a_mapping_is_checked_and_anything_else_refused(
+    engine: AsyncEngine,
+) -> None:
+    document = {
+        "steps": [{"id": "echo", "identity": {}, "inputs": {"n": {"expr": "flow_input.n"}}}]
+    }
+    async with engine.worker(poll=0.05):
+        assert await engine.wait(await engine.submit(document, {"n": 3}), timeout=60) == {"n": 3}
+    with pytest.raises(FlowValidationError):
+        await engine.submit({"steps": [{"id": "x"}]})  # a step of no kind
+    for wrong in (42, None, ["steps"]):
+        with pytest.raises(InvalidOption, match="is a Flow, a mapping or the path"):
+            await engine.submit(wrong)  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ from tidemill.engine.runs._waits import Wait, read_waits
 from tidemill.engine.workers._linked import recorded_agents
 from tidemill.errors import (
     ConfigurationError,
+    InvalidOption,
     RunFailed,
     RunNotFound,
     RunStateError,
@@ -57,10 +58,17 @@ def _status(tx: Tx, *, run_id: str) -> str:
     return run.status
 
 
-def _load(flow: Flow | str | Path) -> Flow:
+def _load(flow: Flow | str | Path | Mapping[str, Any]) -> Flow:
     if isinstance(flow, Flow):
         flow.check()  # a flow built with `Flow.model_validate` was not checked for use yet
         return flow
+    if isinstance(flow, Mapping):
+        return Flow.from_dict(flow)
+    if not isinstance(flow, str | Path):
+        raise InvalidOption(
+            f"A flow is a Flow, a mapping or the path of a flow file, not {type(flow).__name__}.",
+            hint="Pass Flow.parse(text), a dict of the flow, or the path of its .yaml file.",
+        )
     return Flow.load(flow)
 
 
@@ -78,7 +86,7 @@ class AsyncEngine(Deciding, Signalling, Pruning, RunEvents):
 
     async def submit(
         self,
-        flow: Flow | str | Path,
+        flow: Flow | str | Path | Mapping[str, Any],
         inputs: Mapping[str, Any] | None = None,
         *,
         run_as: str | None = None,
@@ -89,7 +97,7 @@ class AsyncEngine(Deciding, Signalling, Pruning, RunEvents):
         """Validate the input and enqueue a run; return its id.
 
         Args:
-            flow: The flow, or the path of a flow file.
+            flow: The flow, its document as a mapping, or the path of a flow file.
             inputs: The flow's input.
             run_as: The workspace user the run's `$var:` and `$res:`
                 references are resolved as, when its jobs run (None: no one;
@@ -122,7 +130,7 @@ class AsyncEngine(Deciding, Signalling, Pruning, RunEvents):
 
     async def submit_many(
         self,
-        flow: Flow | str | Path,
+        flow: Flow | str | Path | Mapping[str, Any],
         inputs: Sequence[Mapping[str, Any]],
         *,
         run_as: str | None = None,
@@ -142,7 +150,7 @@ class AsyncEngine(Deciding, Signalling, Pruning, RunEvents):
 
     async def _create(
         self,
-        flow: Flow | str | Path,
+        flow: Flow | str | Path | Mapping[str, Any],
         inputs: Sequence[Mapping[str, Any]],
         *,
         run_as: str | None,

@@ -119,7 +119,7 @@ class Engine:
 
     def submit(
         self,
-        flow: Flow | str | Path,
+        flow: Flow | str | Path | Mapping[str, Any],
         inputs: Mapping[str, Any] | None = None,
         *,
         run_as: str | None = None,
