@@ -109,3 +109,31 @@ def test_a_run_that_returns_no_secret_shows_its_result_as_it_is(live: Live) -> N
     })  # fmt: skip
     with live.client("olga") as olga:
         assert run(olga, "f/team/plain")["result"] == {"key": "not a secret"}
+
+
+USE = (
+    "def main(v: dict):\n"
+    "    print('using', v['key'])\n"
+    "    return {'echo': v['key'], 'size': len(v['key'])}\n"
+)
+CARRIED = {
+    "steps": [
+        {"id": "read", "script": READ, "inputs": {"key": "$var:f/vault/key"}},
+        {"id": "use", "script": USE, "needs": ["read"], "inputs": {"v": {"expr": "results.read"}}},
+    ],
+}
+
+
+def test_a_step_that_reads_a_returned_secret_masks_it_too(live: Live) -> None:
+    """`use` resolved no secret itself: what it was given, printed and returned is masked."""
+    setup(live)
+    live.ws.write("f/team/carried", "flow", CARRIED)
+    with live.client("olga") as olga:
+        done = run(olga, "f/team/carried")
+        assert done["result"] == {"echo": "***", "size": len(SECRET)}
+        jobs = {job["step_id"]: job for job in olga.get(f"/api/runs/{done['id']}/jobs").json()}
+        use = olga.get(f"/api/runs/{done['id']}/jobs/{jobs['use']['id']}").json()
+        logs = "".join(c["body"] for c in olga.get(f"/api/runs/{done['id']}/logs").json())
+    assert use["inputs"] == {"v": {"key": "***", "n": 0}}
+    assert use["result"] == {"echo": "***", "size": len(SECRET)}
+    assert "using ***" in logs and SECRET not in logs

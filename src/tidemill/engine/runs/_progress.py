@@ -66,6 +66,8 @@ class Progress:
     """Top-level runs that ended in this transaction."""
     queued: bool = False
     """True when this transaction queued jobs (workers should claim)."""
+    masked: set[str] = field(default_factory=set)
+    """Runs seen masked in this transaction (a step returned a secret; `RunRow.masked`)."""
     _locked: set[str] = field(default_factory=set)
     _notify: bool = False
 
@@ -171,6 +173,8 @@ class Progress:
         run = self.tx.run(run_id, lock=True)
         if run is not None:
             self._locked.add(run_id)
+            if run.masked:
+                self.masked.add(run_id)
         return run
 
     def _body_result(self, run: RunRow, scope: Scope) -> Any:
@@ -243,6 +247,7 @@ class Progress:
                      zip(children, values, strict=True)]  # fmt: skip
             self.tx.record_masked(parent.id, job.step_id, shown if many else shown[0])
             parent.masked = True
+            self.masked.add(parent.id)
         self._container_done(parent, job, values if many else values[0])
 
     def _container_done(self, run: RunRow, job: JobRow, value: Any) -> None:

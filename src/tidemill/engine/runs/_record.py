@@ -47,6 +47,7 @@ class Recording(Progress):
                 # It returned a secret it resolved: the run's result is shown masked.
                 self.tx.record_masked(run.id, job.step_id, outcome.shown["result"])
                 run.masked = True
+                self.masked.add(run.id)
         if outcome.status == "failed":
             self._failed(run, job, outcome)
         else:

@@ -32,6 +32,7 @@ from tidemill.engine._outcome import Outcome, SpawnPlan, WaitPlan
 from tidemill.engine._step_env import ApprovalPlan, StepEnv, StepInfo, call_in_process
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.scripts._pool import ScriptCall, ScriptPool
+from tidemill.engine.workers._masking import carried_secrets
 from tidemill.engine.workers._references import (
     RESOLVING_KINDS,
     References,
@@ -77,6 +78,9 @@ async def execute(
     run's identity; None: a step that has some fails (nothing may resolve them).
     """
     job, run = env.job, env.run
+    if run.masked:  # an earlier step returned a secret: mask it here too
+        masked = await env.store.transact(lambda tx: tx.masked_results(run.id))
+        env.secrets.add(carried_secrets(context.get("results") or {}, masked))
     try:
         if step.skip_if is not None and evaluate_condition(
             compile_expression(step.skip_if), context

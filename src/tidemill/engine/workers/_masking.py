@@ -7,11 +7,17 @@ read it; `shown_copy` is the masked copy of a leaf step's inputs and result
 the job records beside it for the API to show. When masking changed the
 result, the run is marked (`Tx.record_masked`) and its result as the API
 shows it is built from the masked copies when it ends (`RunInfo.shown_result`).
+
+A later step of a marked run that reads such a result did not resolve the
+secret in it, so it would not know to mask it: `carried_secrets` gives it
+the strings of those results that masking changed (each one whole), to
+mask as its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from tidemill.engine._outcome import Outcome, SpawnPlan, WaitPlan
@@ -19,7 +25,7 @@ from tidemill.engine._step_env import ApprovalPlan, Secrets
 from tidemill.engine.ai._child_runs import ChildWait
 from tidemill.engine.ai._pause import AgentPause
 
-__all__ = ["mask_action", "shown_copy"]
+__all__ = ["carried_secrets", "differing_strings", "mask_action", "shown_copy"]
 
 
 def mask_action(
@@ -54,3 +60,40 @@ def shown_copy(outcome: Outcome, secrets: Secrets) -> dict[str, Any] | None:
         return None
     result = outcome.result if outcome.status == "succeeded" else None
     return {"inputs": secrets.mask_value(outcome.inputs), "result": secrets.mask_value(result)}
+
+
+def differing_strings(real: Any, shown: Any) -> set[str]:
+    """The strings of `real` (keys too) that are not as they are in its masked copy `shown`.
+
+    Examples:
+        >>> sorted(differing_strings({"key": "sk-1", "n": 2, "a": ["x", "t-9"]},
+        ...                          {"key": "***", "n": 2, "a": ["x", "***"]}))
+        ['sk-1', 't-9']
+    """
+    if isinstance(real, str):
+        return {real} if real != shown else set()
+    found: set[str] = set()
+    if isinstance(real, Mapping) and isinstance(shown, Mapping):
+        for (key, value), (shown_key, shown_value) in zip(
+            real.items(), shown.items(), strict=False
+        ):
+            if isinstance(key, str) and key != shown_key:
+                found.add(key)
+            found |= differing_strings(value, shown_value)
+    elif isinstance(real, list | tuple) and isinstance(shown, list | tuple):
+        for value, shown_value in zip(real, shown, strict=False):
+            found |= differing_strings(value, shown_value)
+    return found
+
+
+def carried_secrets(results: Mapping[str, Any], masked: Mapping[str, Any]) -> set[str]:
+    """The strings of the step results a job reads that held a secret, from their masked copies.
+
+    `results` are the results the job's expressions see, `masked` the run's
+    masked results by step (`Tx.masked_results`).
+    """
+    found: set[str] = set()
+    for step_id, shown in masked.items():
+        if step_id in results:
+            found |= differing_strings(results[step_id], shown)
+    return found

@@ -55,6 +55,8 @@ class Preparer:
         cached = self._runs.get(job.run_id)
         if cached is None and run is not None:
             cached = (run[0], run[1] or {})
+        elif cached is not None and run is not None and run[0].masked:
+            cached[0].masked = True  # the claim read it afresh: a step returned a secret since
         if cached is None:
             found = tx.run_and_payload(job.run_id, "context")
             assert found is not None

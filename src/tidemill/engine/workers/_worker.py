@@ -113,10 +113,9 @@ class Worker:
             store within about this long, and the rest when it ends.
         engine: The engine the worker works for (`engine.worker()` passes
             itself): given to in-process agent tools (`ToolRun.engine`).
-        schedules: Fire the schedules of every workspace in the store too (a
-            `Scheduler` each, `WorkspaceSchedulers`), unless the worker
-            executes only `run_id`. Any number of workers and servers may:
-            each fire starts once.
+        schedules: Fire every workspace's schedules too (`WorkspaceSchedulers`),
+            unless the worker executes only `run_id`. Any number of workers
+            and servers may: each fire starts once.
         keep_runs: Seconds an ended run is kept: every minute the worker
             prunes older ones (`Retention`). None (the default) prunes nothing.
 
@@ -401,6 +400,8 @@ class Worker:
                 (t, self._prepare(tx, job=t, known=known_results(change.recorded, t.run_id)))
                 for t in taken
             ]
+            for t, ready in prepared:  # the run, as locked here, may be newly masked
+                ready.run.masked = ready.run.masked or t.run_id in change.masked
             if not taken and not self._stopping:
                 # This slot frees up: take the next queued job in the same transaction.
                 for job_, run_, ctx in tx.claim_with_runs(
