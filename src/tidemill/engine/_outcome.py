@@ -50,6 +50,18 @@ class Outcome:
     inputs: dict[str, Any] | None = None
     shown: dict[str, Any] | None = None
 
+    @property
+    def masked_result(self) -> bool:
+        """True when the step succeeded and returned a secret it resolved.
+
+        Its shown copy then differs from its result; with no secret to mask
+        the copy is the result itself, so the check costs nothing then.
+        """
+        if self.status != "succeeded" or self.shown is None:
+            return False
+        shown = self.shown["result"]
+        return shown is not self.result and shown != self.result
+
 
 @dataclass(slots=True)
 class SpawnPlan:

@@ -43,7 +43,7 @@ class Recording(Progress):
             self.tx.insert_usage(run, job, usage, self.now)
         if outcome.shown is not None:
             self.tx.record_shown(job, outcome.shown)
-            if outcome.status == "succeeded" and outcome.shown["result"] != outcome.result:
+            if outcome.masked_result:
                 # It returned a secret it resolved: the run's result is shown masked.
                 self.tx.record_masked(run.id, job.step_id, outcome.shown["result"])
                 run.masked = True

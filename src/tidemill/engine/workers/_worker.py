@@ -516,7 +516,7 @@ class Worker:
             return False
         if outcome.memory is not None or step.stop_after_if is not None:
             return False
-        if outcome.shown is not None and outcome.shown["result"] != outcome.result:
+        if outcome.masked_result:
             return False  # it returned a secret: its run's result is shown masked
         if run.parent_job is not None or run.concurrency_key is not None:
             return False
